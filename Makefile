@@ -1,0 +1,30 @@
+# idempotency: PGXS build.  `make && make install`, then see README.md.
+
+EXTENSION = idempotency
+MODULE_big = idempotency
+OBJS = \
+	src/idempotency.o \
+	src/store.o \
+	src/claim.o \
+	src/record.o \
+	src/hash.o \
+	src/expire.o
+DATA = idempotency--0.1.0.sql
+PGFILEDESC = "idempotency - idempotency keys for payment APIs"
+
+# pg_regress: sql/*.sql against expected/*.out, on a private server.
+REGRESS = setup claim record hash guc input expire
+REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
+
+# Isolation specs live in test/specs, their outputs in test/expected.
+ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
+	claim_repeatable_read claim_serializable takeover
+ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
+	--temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf \
+	--load-extension=idempotency
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# ---- test targets (used by test/run.sh; every suite also runs alone) ----

@@ -1,0 +1,296 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim.c
+ *	  idem_claim(): claim an idempotency key or report what is already there.
+ *
+ * Runs in the caller's transaction, with INSERT ... ON CONFLICT semantics:
+ * of any number of concurrent claimers of a key exactly one gets "new";
+ * the others wait for its transaction and then see "replay" (it committed
+ * a result), "in_progress" (it committed a claim whose lease is alive) or
+ * "new" (it rolled back).
+ *
+ * The common case is cheap.  A duplicate of a completed key is one
+ * read-only SELECT.  A new key is a SELECT that finds nothing, the per-key
+ * lock (store.c) and an INSERT ... ON CONFLICT DO NOTHING.  Rows that must
+ * be taken over (lease run out, failed retryable, past expires_at) are
+ * updated under the same lock with the token seen as a guard, so a row
+ * that changed in between is read again rather than overwritten.
+ *
+ * Under READ COMMITTED every statement sees the latest committed rows, so
+ * the loop always makes progress.  Under REPEATABLE READ and SERIALIZABLE
+ * the snapshot is fixed: a key claimed and committed by another
+ * transaction after the snapshot was taken makes the INSERT or UPDATE fail
+ * with serialization_failure (40001), for the caller to retry.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "idempotency.h"
+
+PG_FUNCTION_INFO_V1(idem_claim);
+
+/* Columns of idem_claim's result */
+enum
+{
+	CLAIM_OUTCOME,
+	CLAIM_TOKEN,
+	CLAIM_STATUS,
+	CLAIM_RESPONSE_CODE,
+	CLAIM_RESPONSE,
+	CLAIM_RETRY_AFTER,
+	CLAIM_RECOVERY_POINT,
+	CLAIM_NCOLUMNS
+};
+
+/* Give up after this many rounds of a key changing under us */
+#define CLAIM_MAX_ROUNDS 100
+
+/* retry_after when another transaction holds the key uncommitted */
+#define CLAIM_UNCOMMITTED_RETRY_SECONDS 1
+
+/* Do the stored and the given request hashes count as the same request? */
+static bool
+SameRequest(bytea *stored, bytea *given)
+{
+	if (stored == NULL || given == NULL)
+		return stored == NULL && given == NULL;
+	return VARSIZE_ANY_EXHDR(stored) == VARSIZE_ANY_EXHDR(given) &&
+		memcmp(VARDATA_ANY(stored), VARDATA_ANY(given),
+			   VARSIZE_ANY_EXHDR(given)) == 0;
+}
+
+/* The enum value 'processing' of the status column type */
+static Datum
+ProcessingStatus(TupleDesc desc)
+{
+	return DirectFunctionCall2(enum_in, CStringGetDatum("processing"),
+							   ObjectIdGetDatum(TupleDescAttr(desc, CLAIM_STATUS)->atttypid));
+}
+
+/*
+ * idem_claim(key, request, scope, lease, retention, wait)
+ */
+Datum
+idem_claim(PG_FUNCTION_ARGS)
+{
+	text	   *key;
+	text	   *scope;
+	bytea	   *hash = NULL;
+	Interval   *lease;
+	Interval   *retention;
+	bool		wait;
+	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
+	Oid			nspid;
+	TupleDesc	desc;
+	TimestampTz now;
+	MemoryContext callcxt = CurrentMemoryContext;
+	bool		locked = false;
+	Datum		values[CLAIM_NCOLUMNS];
+	bool		nulls[CLAIM_NCOLUMNS];
+	const char *outcome = NULL;
+	IdemRow		row;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("idempotency key must not be null")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("idempotency scope must not be null"),
+				 errhint("The default scope is the empty string.")));
+	if (PG_ARGISNULL(5))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("wait must not be null")));
+
+	key = PG_GETARG_TEXT_PP(0);
+	scope = PG_GETARG_TEXT_PP(2);
+	IdemValidateKey(key, "key");
+	IdemValidateKey(scope, "scope");
+	lease = PG_ARGISNULL(3) ? IdemSecondsInterval(idem_lease_seconds) : PG_GETARG_INTERVAL_P(3);
+	retention = PG_ARGISNULL(4) ? IdemSecondsInterval(idem_retention_seconds) : PG_GETARG_INTERVAL_P(4);
+	IdemCheckPositiveInterval(lease, "lease");
+	IdemCheckPositiveInterval(retention, "retention");
+	wait = PG_GETARG_BOOL(5);
+
+	PreventCommandIfReadOnly("idem_claim()");
+
+	if (!PG_ARGISNULL(1))
+		hash = IdemHashJsonb(PG_GETARG_DATUM(1));
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	desc = BlessTupleDesc(desc);
+
+	nspid = IdemNamespaceOf(fcinfo);
+	now = GetCurrentTimestamp();
+	memset(nulls, true, sizeof(nulls));
+
+	SPI_connect();
+
+	for (int round = 0; outcome == NULL; round++)
+	{
+		Datum		args[8];
+		char		argnulls[8];
+		bool		expired;
+
+		CHECK_FOR_INTERRUPTS();
+		if (round >= CLAIM_MAX_ROUNDS)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not claim idempotency key: it kept changing"),
+					 errdetail("Key \"%s\" in scope \"%s\" changed %d times while it was being claimed.",
+							   IdemKeyForMessage(key), IdemKeyForMessage(scope), round),
+					 errhint("Retry the transaction.")));
+
+		args[0] = PointerGetDatum(scope);
+		args[1] = PointerGetDatum(key);
+		IdemExecute(IDEM_STMT_SELECT, nspid, args, NULL, false, 1);
+		IdemReadRow(&row, callcxt);
+
+		expired = row.found && row.expires_at <= now &&
+			(reclaim || row.status_code != IDEM_PROCESSING);
+
+		if (row.found && !expired)
+		{
+			if (!SameRequest(row.request_hash, hash))
+				ereport(ERROR,
+						(errcode(ERRCODE_IDEM_REQUEST_MISMATCH),
+						 errmsg("idempotency key was already used with a different request"),
+						 errdetail("Key \"%s\" in scope \"%s\" was first claimed with another request.",
+								   IdemKeyForMessage(key), IdemKeyForMessage(scope)),
+						 errhint("Send the original request again, or use a new key for a new request.")));
+
+			if (row.status_code == IDEM_COMPLETED ||
+				(row.status_code == IDEM_FAILED && !row.retryable))
+			{
+				outcome = "replay";
+				values[CLAIM_STATUS] = row.status;
+				nulls[CLAIM_STATUS] = false;
+				if (!row.response_code_null)
+				{
+					values[CLAIM_RESPONSE_CODE] = Int32GetDatum(row.response_code);
+					nulls[CLAIM_RESPONSE_CODE] = false;
+				}
+				if (row.response != (Datum) 0)
+				{
+					values[CLAIM_RESPONSE] = row.response;
+					nulls[CLAIM_RESPONSE] = false;
+				}
+				break;
+			}
+			if (row.status_code == IDEM_PROCESSING && row.locked_until > now)
+			{
+				outcome = "in_progress";
+				values[CLAIM_STATUS] = row.status;
+				nulls[CLAIM_STATUS] = false;
+				values[CLAIM_RETRY_AFTER] =
+					DirectFunctionCall2(timestamp_mi,
+										TimestampTzGetDatum(row.locked_until),
+										TimestampTzGetDatum(now));
+				nulls[CLAIM_RETRY_AFTER] = false;
+				break;
+			}
+			if (row.status_code == IDEM_PROCESSING && !reclaim)
+			{
+				outcome = "stale";
+				values[CLAIM_STATUS] = row.status;
+				nulls[CLAIM_STATUS] = false;
+				if (row.recovery_point != NULL)
+				{
+					values[CLAIM_RECOVERY_POINT] = PointerGetDatum(row.recovery_point);
+					nulls[CLAIM_RECOVERY_POINT] = false;
+				}
+				break;
+			}
+			/* failed and retryable, or lease ran out: take it over below */
+		}
+
+		/* Every write of a claim happens under the key's lock. */
+		if (!locked)
+		{
+			if (!IdemLockKey(scope, key, wait))
+			{
+				outcome = "in_progress";
+				values[CLAIM_STATUS] = ProcessingStatus(desc);
+				nulls[CLAIM_STATUS] = false;
+				values[CLAIM_RETRY_AFTER] =
+					IntervalPGetDatum(IdemSecondsInterval(CLAIM_UNCOMMITTED_RETRY_SECONDS));
+				nulls[CLAIM_RETRY_AFTER] = false;
+				break;
+			}
+			locked = true;
+		}
+
+		memset(argnulls, ' ', sizeof(argnulls));
+		if (!row.found)
+		{
+			args[2] = hash ? PointerGetDatum(hash) : (Datum) 0;
+			argnulls[2] = hash ? ' ' : 'n';
+			args[3] = TimestampTzGetDatum(now);
+			args[4] = IntervalPGetDatum(lease);
+			args[5] = IntervalPGetDatum(retention);
+			if (IdemExecute(IDEM_STMT_INSERT, nspid, args, argnulls, false, 0) == 0)
+				continue;		/* a claim committed meanwhile: read it */
+			outcome = "new";
+		}
+		else if (expired)
+		{
+			args[2] = hash ? PointerGetDatum(hash) : (Datum) 0;
+			argnulls[2] = hash ? ' ' : 'n';
+			args[3] = TimestampTzGetDatum(now);
+			args[4] = IntervalPGetDatum(lease);
+			args[5] = IntervalPGetDatum(retention);
+			args[6] = Int64GetDatum(row.token);
+			args[7] = BoolGetDatum(reclaim);
+			if (IdemExecute(IDEM_STMT_RENEW, nspid, args, argnulls, false, 0) == 0)
+				continue;
+			outcome = "new";
+		}
+		else
+		{
+			args[2] = Int64GetDatum(row.token);
+			args[3] = TimestampTzGetDatum(now);
+			args[4] = IntervalPGetDatum(lease);
+			args[5] = IntervalPGetDatum(retention);
+			args[6] = BoolGetDatum(reclaim);
+			if (IdemExecute(IDEM_STMT_TAKEOVER, nspid, args, NULL, false, 0) == 0)
+				continue;
+			outcome = "reclaimed";
+			if (row.recovery_point != NULL)
+			{
+				values[CLAIM_RECOVERY_POINT] = PointerGetDatum(row.recovery_point);
+				nulls[CLAIM_RECOVERY_POINT] = false;
+			}
+		}
+
+		/* new or reclaimed: RETURNING token, status */
+		{
+			bool		isnull;
+			HeapTuple	tup = SPI_tuptable->vals[0];
+			int64		token = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+
+			values[CLAIM_TOKEN] = Int64GetDatum(token);
+			nulls[CLAIM_TOKEN] = false;
+			values[CLAIM_STATUS] = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull);
+			nulls[CLAIM_STATUS] = false;
+			IdemRememberClaim(scope, key, token);
+		}
+	}
+
+	SPI_finish();
+
+	values[CLAIM_OUTCOME] = CStringGetTextDatum(outcome);
+	nulls[CLAIM_OUTCOME] = false;
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}

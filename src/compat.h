@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  Shims over the differences between PostgreSQL major versions.
+ *
+ * Only macros live here, so that no function body carries an #if.  The
+ * extension is tested on PostgreSQL 15; the shims keep 14 to 17 building.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMPOTENCY_COMPAT_H
+#define IDEMPOTENCY_COMPAT_H
+
+#include "storage/proc.h"
+
+/* Local id of the current top-level transaction. */
+#if PG_VERSION_NUM >= 170000
+#define IdemCurrentLxid()	(MyProc->vxid.lxid)
+#else
+#define IdemCurrentLxid()	(MyProc->lxid)
+#endif
+
+/* MarkGUCPrefixReserved arrived in 15; EmitWarningsOnPlaceholders before. */
+#if PG_VERSION_NUM >= 150000
+#define IdemReserveGUCPrefix(prefix)	MarkGUCPrefixReserved(prefix)
+#else
+#define IdemReserveGUCPrefix(prefix)	EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/* shmem_request_hook arrived in 15. */
+#if PG_VERSION_NUM >= 150000
+#define IDEM_HAVE_SHMEM_REQUEST_HOOK 1
+#endif
+
+
+/* pg_cryptohash_final() took the digest length from 15 on. */
+#if PG_VERSION_NUM >= 150000
+#define IdemCryptohashFinal(ctx, dest, len)	pg_cryptohash_final(ctx, dest, len)
+#else
+#define IdemCryptohashFinal(ctx, dest, len)	pg_cryptohash_final(ctx, dest)
+#endif
+
+#endif							/* IDEMPOTENCY_COMPAT_H */

@@ -1,0 +1,194 @@
+/*-------------------------------------------------------------------------
+ *
+ * hash.c
+ *	  Request hashing: idem_request_hash() and the hash idem_claim compares.
+ *
+ * A JSON request is hashed in a canonical form, so equal documents hash
+ * equal whatever their key order, spacing or number spelling:
+ *	- compact JSON text, no white space;
+ *	- object keys in jsonb's own order (shorter keys first, then bytewise),
+ *	  duplicate keys already resolved by jsonb (the last one wins);
+ *	- strings escaped as jsonb prints them;
+ *	- numbers in numeric_normalize() form (1.0, 1.00 and 1e0 are all "1").
+ * The hash is SHA-256 of that text in the database encoding, computed with
+ * PostgreSQL's own cryptohash code.  The bytea and text variants hash the
+ * bytes as given.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/cryptohash.h"
+#include "common/sha2.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
+
+#include "compat.h"
+#include "idempotency.h"
+
+PG_FUNCTION_INFO_V1(idem_request_hash_jsonb);
+PG_FUNCTION_INFO_V1(idem_request_hash_bytea);
+PG_FUNCTION_INFO_V1(idem_request_hash_text);
+
+/*
+ * SHA-256 of len bytes as a palloc'd bytea.
+ */
+static bytea *
+Sha256Bytea(const char *data, size_t len)
+{
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	bytea	   *result = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+
+	if (pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *) data, len) < 0 ||
+		IdemCryptohashFinal(ctx, (uint8 *) VARDATA(result), PG_SHA256_DIGEST_LENGTH) < 0)
+	{
+		pg_cryptohash_free(ctx);
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not compute SHA-256 hash of the request")));
+	}
+	pg_cryptohash_free(ctx);
+	SET_VARSIZE(result, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+	return result;
+}
+
+/*
+ * Append a comma unless this item opens its container or follows a key.
+ */
+static void
+AppendSeparator(StringInfo buf)
+{
+	if (buf->len > 0)
+	{
+		char		last = buf->data[buf->len - 1];
+
+		if (last != '[' && last != '{' && last != ':')
+			appendStringInfoChar(buf, ',');
+	}
+}
+
+/*
+ * Append a scalar in canonical form.
+ */
+static void
+AppendScalar(StringInfo buf, JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			appendStringInfoString(buf, "null");
+			break;
+		case jbvBool:
+			appendStringInfoString(buf, v->val.boolean ? "true" : "false");
+			break;
+		case jbvNumeric:
+			appendStringInfoString(buf, numeric_normalize(v->val.numeric));
+			break;
+		case jbvString:
+			escape_json(buf, pnstrdup(v->val.string.val, v->val.string.len));
+			break;
+		default:
+			elog(ERROR, "unexpected jsonb value type %d", (int) v->type);
+	}
+}
+
+/*
+ * The canonical text of a jsonb document.
+ */
+static void
+CanonicalJson(StringInfo buf, Jsonb *jb)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	if (JB_ROOT_IS_SCALAR(jb))
+	{
+		if (!JsonbExtractScalar(&jb->root, &v))
+			elog(ERROR, "could not extract scalar from jsonb");
+		AppendScalar(buf, &v);
+		return;
+	}
+
+	it = JsonbIteratorInit(&jb->root);
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		CHECK_FOR_INTERRUPTS();
+		switch (tok)
+		{
+			case WJB_BEGIN_ARRAY:
+				AppendSeparator(buf);
+				appendStringInfoChar(buf, '[');
+				break;
+			case WJB_END_ARRAY:
+				appendStringInfoChar(buf, ']');
+				break;
+			case WJB_BEGIN_OBJECT:
+				AppendSeparator(buf);
+				appendStringInfoChar(buf, '{');
+				break;
+			case WJB_END_OBJECT:
+				appendStringInfoChar(buf, '}');
+				break;
+			case WJB_KEY:
+				AppendSeparator(buf);
+				AppendScalar(buf, &v);
+				appendStringInfoChar(buf, ':');
+				break;
+			case WJB_VALUE:
+			case WJB_ELEM:
+				AppendSeparator(buf);
+				AppendScalar(buf, &v);
+				break;
+			default:
+				elog(ERROR, "unexpected jsonb iterator token %d", (int) tok);
+		}
+	}
+}
+
+/*
+ * The request hash idem_claim stores and compares, for a jsonb Datum.
+ */
+bytea *
+IdemHashJsonb(Datum jsonb)
+{
+	Jsonb	   *jb = DatumGetJsonbP(jsonb);
+	StringInfoData buf;
+	bytea	   *result;
+
+	initStringInfo(&buf);
+	CanonicalJson(&buf, jb);
+	result = Sha256Bytea(buf.data, buf.len);
+	pfree(buf.data);
+	return result;
+}
+
+/* idem_request_hash(jsonb) */
+Datum
+idem_request_hash_jsonb(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BYTEA_P(IdemHashJsonb(PG_GETARG_DATUM(0)));
+}
+
+/* idem_request_hash(bytea) */
+Datum
+idem_request_hash_bytea(PG_FUNCTION_ARGS)
+{
+	bytea	   *data = PG_GETARG_BYTEA_PP(0);
+
+	PG_RETURN_BYTEA_P(Sha256Bytea(VARDATA_ANY(data), VARSIZE_ANY_EXHDR(data)));
+}
+
+/* idem_request_hash(text) */
+Datum
+idem_request_hash_text(PG_FUNCTION_ARGS)
+{
+	text	   *data = PG_GETARG_TEXT_PP(0);
+
+	PG_RETURN_BYTEA_P(Sha256Bytea(VARDATA_ANY(data), VARSIZE_ANY_EXHDR(data)));
+}

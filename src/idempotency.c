@@ -1,0 +1,80 @@
+/*-------------------------------------------------------------------------
+ *
+ * idempotency.c
+ *	  Module entry point: defines the GUCs and hands off to the other parts.
+ *
+ * Everything here runs once per backend when the library is loaded, either
+ * through shared_preload_libraries or on the first call of a function.
+ * The GUCs are defined in both cases; only preloading registers the
+ * background worker (worker.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/guc.h"
+
+#include "compat.h"
+#include "idempotency.h"
+
+PG_MODULE_MAGIC;
+
+int			idem_lease_seconds = 60;
+int			idem_retention_seconds = 24 * 60 * 60;
+int			idem_max_key_length = 255;
+int			idem_stale_policy = IDEM_STALE_RECLAIM;
+
+static const struct config_enum_entry stale_policy_options[] = {
+	{"reclaim", IDEM_STALE_RECLAIM, false},
+	{"hold", IDEM_STALE_HOLD, false},
+	{NULL, 0, false}
+};
+
+void		_PG_init(void);
+
+/*
+ * Define the extension's settings.
+ */
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("idempotency.lease",
+							"Default lease of a processing claim.",
+							"A claim whose lease runs out may be taken over by the next claim of the key. idem_claim's lease argument overrides it.",
+							&idem_lease_seconds,
+							60, 1, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("idempotency.retention",
+							"Default time a key is kept after it completes or fails.",
+							"Rows past their expires_at are deleted by expiry and a later claim of the key starts afresh. idem_claim's retention argument overrides it.",
+							&idem_retention_seconds,
+							24 * 60 * 60, 1, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("idempotency.max_key_length",
+							"Longest key or scope accepted, in bytes.",
+							NULL,
+							&idem_max_key_length,
+							255, 1, 1024,
+							PGC_SUSET,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("idempotency.stale_policy",
+							 "What a claim does with a processing key whose lease ran out.",
+							 "reclaim: the claim takes the key over (outcome reclaimed). hold: nobody may take it over until an operator settles it with idem_resolve (outcome stale).",
+							 &idem_stale_policy,
+							 IDEM_STALE_RECLAIM,
+							 stale_policy_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	IdemReserveGUCPrefix("idempotency");
+}

@@ -1,0 +1,119 @@
+/*-------------------------------------------------------------------------
+ *
+ * idempotency.h
+ *	  Declarations shared by the idempotency extension's source files.
+ *
+ * The extension keeps one row per (scope, key) in idempotency_keys and
+ * reaches that table only through SPI with saved plans (store.c), so that
+ * it also works where the table is a shell over shards (Citus).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMPOTENCY_H
+#define IDEMPOTENCY_H
+
+#include "fmgr.h"
+#include "datatype/timestamp.h"
+#include "executor/spi.h"
+#include "utils/elog.h"
+
+/*
+ * SQLSTATEs of our own, class "IK" (implementation-defined classes start
+ * with I..Z).  README.md lists them with their HTTP mapping.
+ */
+#define ERRCODE_IDEM_REQUEST_MISMATCH	MAKE_SQLSTATE('I','K','0','0','1')
+#define ERRCODE_IDEM_STALE_TOKEN		MAKE_SQLSTATE('I','K','0','0','2')
+#define ERRCODE_IDEM_NOT_PROCESSING		MAKE_SQLSTATE('I','K','0','0','3')
+#define ERRCODE_IDEM_KEY_NOT_FOUND		MAKE_SQLSTATE('I','K','0','0','4')
+#define ERRCODE_IDEM_TOKEN_REQUIRED		MAKE_SQLSTATE('I','K','0','0','5')
+
+/* idempotency.stale_policy values */
+typedef enum IdemStalePolicy
+{
+	IDEM_STALE_RECLAIM,
+	IDEM_STALE_HOLD
+} IdemStalePolicy;
+
+/* GUCs (idempotency.c) */
+extern int	idem_lease_seconds;
+extern int	idem_retention_seconds;
+extern int	idem_max_key_length;
+extern int	idem_stale_policy;
+
+/* Status of a key row, as the saved SELECT reports it */
+typedef enum IdemStatus
+{
+	IDEM_PROCESSING = 0,
+	IDEM_COMPLETED = 1,
+	IDEM_FAILED = 2
+} IdemStatus;
+
+/* Saved statements (store.c) */
+typedef enum IdemStmt
+{
+	IDEM_STMT_SELECT,
+	IDEM_STMT_INSERT,
+	IDEM_STMT_TAKEOVER,
+	IDEM_STMT_RENEW,
+	IDEM_STMT_COMPLETE,
+	IDEM_STMT_FAIL,
+	IDEM_STMT_HEARTBEAT,
+	IDEM_STMT_RELEASE,
+	IDEM_STMT_CHECKPOINT,
+	IDEM_STMT_RESOLVE_FAIL,
+	IDEM_STMT_RESOLVE_RELEASE,
+	IDEM_STMT_LOOKUP,
+	IDEM_STMT_EXPIRE_STALE,
+	IDEM_STMT_EXPIRE_DELETE,
+	IDEM_NUM_STMTS
+} IdemStmt;
+
+/*
+ * A key row as read by IDEM_STMT_SELECT.  Pass-by-reference values are
+ * copied into the caller's memory context, so they outlive SPI_finish.
+ */
+typedef struct IdemRow
+{
+	bool		found;
+	Datum		status;			/* idempotency_status enum value */
+	IdemStatus	status_code;
+	bytea	   *request_hash;	/* NULL when none was stored */
+	bool		response_code_null;
+	int32		response_code;
+	Datum		response;		/* jsonb, or 0 when NULL */
+	int64		token;
+	bool		locked_until_null;
+	TimestampTz locked_until;
+	text	   *recovery_point; /* NULL when none */
+	bool		retryable;
+	TimestampTz expires_at;
+} IdemRow;
+
+/* store.c */
+extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
+extern SPIPlanPtr IdemPlan(IdemStmt stmt, Oid nspid);
+extern int	IdemExecute(IdemStmt stmt, Oid nspid, Datum *values,
+						const char *nulls, bool read_only, long count);
+extern void IdemReadRow(IdemRow *row, MemoryContext mcxt);
+extern void IdemValidateKey(text *key, const char *what);
+extern char *IdemKeyForMessage(text *key);
+extern void IdemRememberClaim(text *scope, text *key, int64 token);
+extern bool IdemRecallClaim(text *scope, text *key, int64 *token);
+extern bool IdemLockKey(text *scope, text *key, bool wait);
+extern Interval *IdemSecondsInterval(int seconds);
+extern void IdemCheckPositiveInterval(Interval *iv, const char *what);
+
+/* hash.c */
+extern bytea *IdemHashJsonb(Datum jsonb);
+
+/* expire.c */
+typedef struct IdemExpireResult
+{
+	int64		expired;		/* stale processing rows made takeover-ready */
+	int64		deleted;		/* rows past expires_at deleted */
+} IdemExpireResult;
+
+extern void IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
+							IdemExpireResult *result);
+
+#endif							/* IDEMPOTENCY_H */

@@ -1,0 +1,376 @@
+/*-------------------------------------------------------------------------
+ *
+ * record.c
+ *	  What a holder does with its claim (complete, fail, heartbeat,
+ *	  checkpoint, release), what an operator does with a stuck one
+ *	  (idem_resolve), and idem_lookup.
+ *
+ * A holder proves itself with the fencing token its claim returned.  The
+ * token may be left NULL only in the transaction that made the claim
+ * (store.c remembers those).  Each call is one guarded UPDATE or DELETE,
+ * "WHERE token = $token AND status = 'processing'", so a holder whose key
+ * was taken over changes nothing; only when it matches no row do we read
+ * the row again to say why: no such key, another token, or not processing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "idempotency.h"
+
+PG_FUNCTION_INFO_V1(idem_complete);
+PG_FUNCTION_INFO_V1(idem_fail);
+PG_FUNCTION_INFO_V1(idem_heartbeat);
+PG_FUNCTION_INFO_V1(idem_release);
+PG_FUNCTION_INFO_V1(idem_checkpoint);
+PG_FUNCTION_INFO_V1(idem_resolve);
+PG_FUNCTION_INFO_V1(idem_lookup);
+
+/* The key a call is about, and the holder's token */
+typedef struct KeyCall
+{
+	const char *fname;
+	text	   *key;
+	text	   *scope;
+	bool		token_given;
+	int64		token;
+	Oid			nspid;
+} KeyCall;
+
+/*
+ * Read and check the key and scope arguments.
+ */
+static void
+GetKey(FunctionCallInfo fcinfo, const char *fname, int keyarg, int scopearg,
+	   KeyCall *call)
+{
+	call->fname = fname;
+	if (PG_ARGISNULL(keyarg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("idempotency key must not be null")));
+	if (PG_ARGISNULL(scopearg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("idempotency scope must not be null"),
+				 errhint("The default scope is the empty string.")));
+	call->key = PG_GETARG_TEXT_PP(keyarg);
+	call->scope = PG_GETARG_TEXT_PP(scopearg);
+	IdemValidateKey(call->key, "key");
+	IdemValidateKey(call->scope, "scope");
+	/* a set-returning function's fn_extra belongs to funcapi */
+	call->nspid = fcinfo->flinfo->fn_retset ?
+		get_func_namespace(fcinfo->flinfo->fn_oid) : IdemNamespaceOf(fcinfo);
+}
+
+/*
+ * Read the key, scope and token arguments of a holder's call.  A NULL
+ * token stands for the one this transaction's claim of the key returned.
+ */
+static void
+GetHolderCall(FunctionCallInfo fcinfo, const char *fname, int keyarg,
+			  int scopearg, int tokenarg, KeyCall *call)
+{
+	GetKey(fcinfo, fname, keyarg, scopearg, call);
+	PreventCommandIfReadOnly(psprintf("%s()", fname));
+	call->token_given = !PG_ARGISNULL(tokenarg);
+	if (call->token_given)
+		call->token = PG_GETARG_INT64(tokenarg);
+	else if (IdemRecallClaim(call->scope, call->key, &call->token))
+		call->token_given = true;
+}
+
+/*
+ * Explain why a holder's call matched no row, by ERROR.  Called inside
+ * SPI after the guarded statement changed nothing.
+ */
+static void
+ReportNoMatch(KeyCall *call)
+{
+	Datum		args[2];
+	IdemRow		row;
+	char	   *key = IdemKeyForMessage(call->key);
+	char	   *scope = IdemKeyForMessage(call->scope);
+
+	args[0] = PointerGetDatum(call->scope);
+	args[1] = PointerGetDatum(call->key);
+	IdemExecute(IDEM_STMT_SELECT, call->nspid, args, NULL, false, 1);
+	IdemReadRow(&row, CurrentMemoryContext);
+
+	if (!row.found)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEM_KEY_NOT_FOUND),
+				 errmsg("idempotency key does not exist"),
+				 errdetail("No key \"%s\" in scope \"%s\" (%s).", key, scope, call->fname),
+				 errhint("It may have expired, been released, or been claimed in another scope.")));
+	if (!call->token_given)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEM_TOKEN_REQUIRED),
+				 errmsg("fencing token required"),
+				 errdetail("Key \"%s\" in scope \"%s\" was not claimed in this transaction.", key, scope),
+				 errhint("Pass the token idem_claim returned; it may be left out only in the transaction that made the claim.")));
+	if (row.token != call->token)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEM_STALE_TOKEN),
+				 errmsg("stale fencing token"),
+				 errdetail("Key \"%s\" in scope \"%s\" is no longer held by token " INT64_FORMAT ".",
+						   key, scope, call->token),
+				 errhint("The lease ran out and the key was claimed again, or an operator settled it; this holder must stop.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_IDEM_NOT_PROCESSING),
+			 errmsg("idempotency key is not processing"),
+			 errdetail("Key \"%s\" in scope \"%s\" is %s.", key, scope,
+					   row.status_code == IDEM_COMPLETED ? "completed" : "failed"),
+			 errhint("Only a processing claim can be completed, failed, extended, checkpointed or released.")));
+}
+
+/*
+ * Run a holder's guarded statement; report why when it matched nothing.
+ * Returns with SPI still connected.
+ */
+static void
+ExecuteHolderCall(KeyCall *call, IdemStmt stmt, Datum *args, const char *nulls)
+{
+	if (!call->token_given)
+	{
+		ReportNoMatch(call);	/* does not return */
+		return;
+	}
+	args[0] = PointerGetDatum(call->scope);
+	args[1] = PointerGetDatum(call->key);
+	args[2] = Int64GetDatum(call->token);
+	if (IdemExecute(stmt, call->nspid, args, nulls, false, 0) == 0)
+		ReportNoMatch(call);
+}
+
+/*
+ * idem_complete(key, response_code, response, scope, token)
+ */
+Datum
+idem_complete(PG_FUNCTION_ARGS)
+{
+	KeyCall		call;
+	Datum		args[6];
+	char		nulls[6] = "      ";
+
+	GetHolderCall(fcinfo, "idem_complete", 0, 3, 4, &call);
+	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[4] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[4] = PG_ARGISNULL(1) ? 'n' : ' ';
+	args[5] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[5] = PG_ARGISNULL(2) ? 'n' : ' ';
+
+	SPI_connect();
+	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, args, nulls);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * idem_fail(key, scope, token, response_code, response, retryable)
+ */
+Datum
+idem_fail(PG_FUNCTION_ARGS)
+{
+	KeyCall		call;
+	Datum		args[7];
+	char		nulls[7] = "       ";
+
+	GetHolderCall(fcinfo, "idem_fail", 0, 1, 2, &call);
+	if (PG_ARGISNULL(5))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("retryable must not be null")));
+	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[4] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[4] = PG_ARGISNULL(3) ? 'n' : ' ';
+	args[5] = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
+	nulls[5] = PG_ARGISNULL(4) ? 'n' : ' ';
+	args[6] = PG_GETARG_DATUM(5);
+
+	SPI_connect();
+	ExecuteHolderCall(&call, IDEM_STMT_FAIL, args, nulls);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * idem_heartbeat(key, scope, token, lease): returns the new lease end
+ */
+Datum
+idem_heartbeat(PG_FUNCTION_ARGS)
+{
+	KeyCall		call;
+	Datum		args[5];
+	Interval   *lease;
+	TimestampTz until;
+	bool		isnull;
+
+	GetHolderCall(fcinfo, "idem_heartbeat", 0, 1, 2, &call);
+	lease = PG_ARGISNULL(3) ? IdemSecondsInterval(idem_lease_seconds) : PG_GETARG_INTERVAL_P(3);
+	IdemCheckPositiveInterval(lease, "lease");
+	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[4] = IntervalPGetDatum(lease);
+
+	SPI_connect();
+	ExecuteHolderCall(&call, IDEM_STMT_HEARTBEAT, args, NULL);
+	until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	PG_RETURN_TIMESTAMPTZ(until);
+}
+
+/*
+ * idem_release(key, scope, token): give a processing claim up
+ */
+Datum
+idem_release(PG_FUNCTION_ARGS)
+{
+	KeyCall		call;
+	Datum		args[3];
+
+	GetHolderCall(fcinfo, "idem_release", 0, 1, 2, &call);
+
+	SPI_connect();
+	ExecuteHolderCall(&call, IDEM_STMT_RELEASE, args, NULL);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * idem_checkpoint(key, recovery_point, scope, token)
+ */
+Datum
+idem_checkpoint(PG_FUNCTION_ARGS)
+{
+	KeyCall		call;
+	Datum		args[5];
+	char		nulls[5] = "     ";
+
+	GetHolderCall(fcinfo, "idem_checkpoint", 0, 2, 3, &call);
+	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[4] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[4] = PG_ARGISNULL(1) ? 'n' : ' ';
+
+	SPI_connect();
+	ExecuteHolderCall(&call, IDEM_STMT_CHECKPOINT, args, nulls);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * idem_resolve(key, scope, action, response_code, response): an operator
+ * settles a processing key.  'fail' makes it failed, not retryable, with
+ * the given response replayed to later claims, under a new token so the
+ * old holder is fenced off; 'release' deletes it so the next claim is new.
+ */
+Datum
+idem_resolve(PG_FUNCTION_ARGS)
+{
+	KeyCall		call;
+	char	   *action;
+	Datum		args[6];
+	char		nulls[6] = "      ";
+	IdemStmt	stmt;
+
+	GetKey(fcinfo, "idem_resolve", 0, 1, &call);
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("action must not be null"),
+				 errhint("The action is 'fail' or 'release'.")));
+	action = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (strcmp(action, "fail") == 0)
+		stmt = IDEM_STMT_RESOLVE_FAIL;
+	else if (strcmp(action, "release") == 0)
+		stmt = IDEM_STMT_RESOLVE_RELEASE;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid action \"%s\"", action),
+				 errhint("The action is 'fail' or 'release'.")));
+	PreventCommandIfReadOnly("idem_resolve()");
+
+	args[0] = PointerGetDatum(call.scope);
+	args[1] = PointerGetDatum(call.key);
+	args[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+	args[4] = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
+	nulls[4] = PG_ARGISNULL(4) ? 'n' : ' ';
+	args[5] = IntervalPGetDatum(IdemSecondsInterval(idem_retention_seconds));
+
+	SPI_connect();
+	if (IdemExecute(stmt, call.nspid, args, nulls, false, 0) == 0)
+	{
+		/* token_given with a token no row has: reports missing or state */
+		call.token_given = true;
+		call.token = -1;
+		{
+			IdemRow		row;
+
+			IdemExecute(IDEM_STMT_SELECT, call.nspid, args, NULL, false, 1);
+			IdemReadRow(&row, CurrentMemoryContext);
+			if (row.found)
+				call.token = row.token;
+		}
+		ReportNoMatch(&call);
+	}
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * idem_lookup(key, scope): the key's row, or no row
+ */
+Datum
+idem_lookup(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *funcctx;
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		KeyCall		call;
+		Datum		args[2];
+		MemoryContext old;
+		TupleDesc	desc;
+
+		funcctx = SRF_FIRSTCALL_INIT();
+		GetKey(fcinfo, "idem_lookup", 0, 1, &call);
+
+		old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		funcctx->tuple_desc = BlessTupleDesc(desc);
+		MemoryContextSwitchTo(old);
+
+		args[0] = PointerGetDatum(call.scope);
+		args[1] = PointerGetDatum(call.key);
+		SPI_connect();
+		if (IdemExecute(IDEM_STMT_LOOKUP, call.nspid, args, NULL, true, 1) > 0)
+		{
+			old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+			funcctx->user_fctx = heap_copytuple(SPI_tuptable->vals[0]);
+			MemoryContextSwitchTo(old);
+		}
+		SPI_finish();
+	}
+
+	funcctx = SRF_PERCALL_SETUP();
+	if (funcctx->user_fctx != NULL)
+	{
+		HeapTuple	tup = (HeapTuple) funcctx->user_fctx;
+
+		funcctx->user_fctx = NULL;
+		SRF_RETURN_NEXT(funcctx, heap_copy_tuple_as_datum(tup, funcctx->tuple_desc));
+	}
+	SRF_RETURN_DONE(funcctx);
+}

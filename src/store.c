@@ -1,0 +1,458 @@
+/*-------------------------------------------------------------------------
+ *
+ * store.c
+ *	  Access to idempotency_keys: saved SPI plans, argument checks, the
+ *	  per-key claim lock and the list of claims made by this transaction.
+ *
+ * The table is reached only through SQL, never by heap or index calls on
+ * its OID, so that the extension also works where idempotency_keys is a
+ * shell over shards (Citus).  Each statement is prepared once per backend
+ * and kept with SPI_keepplan; the plan cache replans it when the table
+ * changes.  Statement texts name the extension's schema explicitly and
+ * schema-qualify every operator and function, so they mean the same thing
+ * whatever the caller's search_path.
+ *
+ * Claims that write (insert a key, take one over) first take a transaction
+ * lock on the key, in the advisory lock space with a field4 of our own so
+ * it cannot collide with pg_advisory_lock() keys.  The lock is what lets
+ * idem_claim(wait => false) tell at once that another open transaction is
+ * claiming the same key, instead of waiting on its uncommitted row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "common/hashfn.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "compat.h"
+#include "idempotency.h"
+
+/* locktag_field4 of our per-key locks ("ID"); SQL advisory locks use 1, 2 */
+#define IDEM_LOCK_FIELD4	0x4944
+
+/* One saved statement: its text (with %1$s for the schema) and arguments */
+typedef struct IdemStmtDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[8];
+} IdemStmtDef;
+
+#define KEYS	"%1$s.idempotency_keys"
+#define NEXTTOKEN	"pg_catalog.nextval(%2$s::pg_catalog.regclass)"
+#define EQ		" OPERATOR(pg_catalog.=) "
+#define NE		" OPERATOR(pg_catalog.<>) "
+#define LE		" OPERATOR(pg_catalog.<=) "
+#define PLUS	" OPERATOR(pg_catalog.+) "
+#define MINUS	" OPERATOR(pg_catalog.-) "
+#define WHERE_KEY	" WHERE scope" EQ "$1 AND key" EQ "$2"
+
+static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
+	[IDEM_STMT_SELECT] = {
+		"SELECT status, CASE status WHEN 'processing' THEN 0 WHEN 'completed' THEN 1 ELSE 2 END,"
+		" request_hash, response_code, response, token, locked_until,"
+		" recovery_point, retryable, expires_at"
+		" FROM " KEYS WHERE_KEY,
+		2, {TEXTOID, TEXTOID}
+	},
+	/* $3 request hash, $4 now, $5 lease, $6 retention */
+	[IDEM_STMT_INSERT] = {
+		"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"
+		" created_at, updated_at, expires_at, request_hash)"
+		" VALUES ($1, $2, 'processing', " NEXTTOKEN ", $4" PLUS "$5,"
+		" $4, $4, $4" PLUS "$5" PLUS "$6, $3)"
+		" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
+		6, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, INTERVALOID, INTERVALOID}
+	},
+	/*
+	 * Take over a failed-retryable key, or a processing one whose lease ran
+	 * out ($7: stale policy is reclaim).  $3 is the token seen, so a claim
+	 * that changed the row in between makes this a no-op.
+	 */
+	[IDEM_STMT_TAKEOVER] = {
+		"UPDATE " KEYS " SET status = 'processing', token = " NEXTTOKEN ","
+		" locked_until = $4" PLUS "$5, expires_at = $4" PLUS "$5" PLUS "$6,"
+		" retryable = true, response_code = NULL, response = NULL, updated_at = $4"
+		WHERE_KEY " AND token" EQ "$3 AND expires_at > $4"
+		" AND ((status" EQ "'failed' AND retryable)"
+		" OR ($7 AND status" EQ "'processing' AND locked_until" LE "$4))"
+		" RETURNING token, status, recovery_point",
+		7, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INTERVALOID, INTERVALOID, BOOLOID}
+	},
+	/* Start afresh on a row past expires_at ($8: may replace processing) */
+	[IDEM_STMT_RENEW] = {
+		"UPDATE " KEYS " SET status = 'processing', token = " NEXTTOKEN ","
+		" locked_until = $4" PLUS "$5, expires_at = $4" PLUS "$5" PLUS "$6,"
+		" created_at = $4, updated_at = $4, request_hash = $3, retryable = true,"
+		" response_code = NULL, response = NULL, recovery_point = NULL"
+		WHERE_KEY " AND token" EQ "$7 AND expires_at" LE "$4"
+		" AND ($8 OR status" NE "'processing')"
+		" RETURNING token, status",
+		8, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, INTERVALOID, INTERVALOID, INT8OID, BOOLOID}
+	},
+	/*
+	 * Record results.  A processing row keeps expires_at = locked_until +
+	 * retention, so the retention its claim asked for carries over here.
+	 */
+	[IDEM_STMT_COMPLETE] = {
+		"UPDATE " KEYS " SET status = 'completed', response_code = $5, response = $6,"
+		" expires_at = $4" PLUS "(expires_at" MINUS "locked_until),"
+		" locked_until = NULL, updated_at = $4"
+		WHERE_KEY " AND token" EQ "$3 AND status" EQ "'processing'",
+		6, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID}
+	},
+	[IDEM_STMT_FAIL] = {
+		"UPDATE " KEYS " SET status = 'failed', retryable = $7, response_code = $5, response = $6,"
+		" expires_at = $4" PLUS "(expires_at" MINUS "locked_until),"
+		" locked_until = NULL, updated_at = $4"
+		WHERE_KEY " AND token" EQ "$3 AND status" EQ "'processing'",
+		7, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, BOOLOID}
+	},
+	[IDEM_STMT_HEARTBEAT] = {
+		"UPDATE " KEYS " SET locked_until = $4" PLUS "$5,"
+		" expires_at = $4" PLUS "$5" PLUS "(expires_at" MINUS "locked_until),"
+		" updated_at = $4"
+		WHERE_KEY " AND token" EQ "$3 AND status" EQ "'processing'"
+		" RETURNING locked_until",
+		5, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INTERVALOID}
+	},
+	[IDEM_STMT_RELEASE] = {
+		"DELETE FROM " KEYS WHERE_KEY " AND token" EQ "$3 AND status" EQ "'processing'",
+		3, {TEXTOID, TEXTOID, INT8OID}
+	},
+	[IDEM_STMT_CHECKPOINT] = {
+		"UPDATE " KEYS " SET recovery_point = $5, updated_at = $4"
+		WHERE_KEY " AND token" EQ "$3 AND status" EQ "'processing'",
+		5, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID}
+	},
+	/* Operator settles a processing key; a new token fences the old holder */
+	[IDEM_STMT_RESOLVE_FAIL] = {
+		"UPDATE " KEYS " SET status = 'failed', retryable = false, token = " NEXTTOKEN ","
+		" response_code = $4, response = $5, locked_until = NULL,"
+		" updated_at = $3, expires_at = $3" PLUS "$6"
+		WHERE_KEY " AND status" EQ "'processing'",
+		6, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, JSONBOID, INTERVALOID}
+	},
+	[IDEM_STMT_RESOLVE_RELEASE] = {
+		"DELETE FROM " KEYS WHERE_KEY " AND status" EQ "'processing'",
+		2, {TEXTOID, TEXTOID}
+	},
+	[IDEM_STMT_LOOKUP] = {
+		"SELECT * FROM " KEYS WHERE_KEY,
+		2, {TEXTOID, TEXTOID}
+	},
+	/*
+	 * Expiry, one bounded batch at a time.  SKIP LOCKED: never wait behind a
+	 * claim, never touch a row a live transaction is using.
+	 */
+	[IDEM_STMT_EXPIRE_STALE] = {
+		"UPDATE " KEYS " AS k SET status = 'failed', retryable = true,"
+		" locked_until = NULL, updated_at = $1"
+		" FROM (SELECT scope, key FROM " KEYS
+		" WHERE status" EQ "'processing' AND locked_until" LE "$1"
+		" ORDER BY locked_until LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
+		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
+		2, {TIMESTAMPTZOID, INT8OID}
+	},
+	[IDEM_STMT_EXPIRE_DELETE] = {
+		"DELETE FROM " KEYS " AS k USING (SELECT scope, key FROM " KEYS
+		" WHERE expires_at" LE "$1 AND ($3 OR status" NE "'processing')"
+		" ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
+		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
+		3, {TIMESTAMPTZOID, INT8OID, BOOLOID}
+	},
+};
+
+/* Saved plans, valid for the schema they were prepared for */
+static Oid	plans_nspid = InvalidOid;
+static SPIPlanPtr plans[IDEM_NUM_STMTS];
+
+/* Claims this transaction made: what lets a NULL token through */
+typedef struct IdemClaim
+{
+	text	   *scope;
+	text	   *key;
+	int64		token;
+} IdemClaim;
+
+static List *txn_claims = NIL;
+static LocalTransactionId txn_claims_lxid = InvalidLocalTransactionId;
+
+/*
+ * The schema a function of ours lives in, which is the extension's schema.
+ * Cached in fn_extra so the catalog is read once per call site.
+ */
+Oid
+IdemNamespaceOf(FunctionCallInfo fcinfo)
+{
+	Oid		   *cached = (Oid *) fcinfo->flinfo->fn_extra;
+
+	if (cached == NULL)
+	{
+		cached = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(Oid));
+		*cached = get_func_namespace(fcinfo->flinfo->fn_oid);
+		fcinfo->flinfo->fn_extra = cached;
+	}
+	return *cached;
+}
+
+/*
+ * The saved plan of a statement for the extension in schema nspid,
+ * preparing it on first use.  Must be called inside SPI_connect.
+ */
+SPIPlanPtr
+IdemPlan(IdemStmt stmt, Oid nspid)
+{
+	if (plans_nspid != nspid)
+	{
+		/* first use, or the extension was re-created elsewhere */
+		for (int i = 0; i < IDEM_NUM_STMTS; i++)
+		{
+			if (plans[i] != NULL)
+				SPI_freeplan(plans[i]);
+			plans[i] = NULL;
+		}
+		plans_nspid = nspid;
+	}
+
+	if (plans[stmt] == NULL)
+	{
+		const IdemStmtDef *def = &stmt_defs[stmt];
+		char	   *nspname = get_namespace_name(nspid);
+		char	   *schema;
+		char	   *seq;
+		char	   *sql;
+		SPIPlanPtr	plan;
+
+		if (nspname == NULL)
+			elog(ERROR, "cache lookup failed for namespace %u", nspid);
+		schema = (char *) quote_identifier(nspname);
+		seq = quote_literal_cstr(psprintf("%s.idempotency_token_seq", schema));
+		sql = psprintf(def->sql, schema, seq);
+
+		plan = SPI_prepare(sql, def->nargs, (Oid *) def->argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		plans[stmt] = plan;
+	}
+	return plans[stmt];
+}
+
+/*
+ * Run a saved statement; returns SPI_processed.  nulls is in SPI's
+ * convention (' ' not null, 'n' null) or NULL for no nulls.
+ */
+int
+IdemExecute(IdemStmt stmt, Oid nspid, Datum *values, const char *nulls,
+			bool read_only, long count)
+{
+	int			rc;
+
+	rc = SPI_execute_plan(IdemPlan(stmt, nspid), values, nulls, read_only, count);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+	return (int) SPI_processed;
+}
+
+/*
+ * Copy the first row of an IDEM_STMT_SELECT result into row, allocating
+ * in mcxt.  Sets row->found to false when there is no row.
+ */
+void
+IdemReadRow(IdemRow *row, MemoryContext mcxt)
+{
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	MemoryContext old;
+
+	memset(row, 0, sizeof(IdemRow));
+	if (SPI_processed == 0)
+		return;
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	old = MemoryContextSwitchTo(mcxt);
+
+	row->found = true;
+	row->status = SPI_getbinval(tup, desc, 1, &isnull);
+	row->status_code = (IdemStatus) DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+	d = SPI_getbinval(tup, desc, 3, &isnull);
+	row->request_hash = isnull ? NULL : DatumGetByteaPCopy(d);
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	row->response_code_null = isnull;
+	row->response_code = isnull ? 0 : DatumGetInt32(d);
+	d = SPI_getbinval(tup, desc, 5, &isnull);
+	row->response = isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(d));
+	row->token = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
+	d = SPI_getbinval(tup, desc, 7, &isnull);
+	row->locked_until_null = isnull;
+	row->locked_until = isnull ? 0 : DatumGetTimestampTz(d);
+	d = SPI_getbinval(tup, desc, 8, &isnull);
+	row->recovery_point = isnull ? NULL : DatumGetTextPCopy(d);
+	row->retryable = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
+	row->expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 10, &isnull));
+
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Reject an empty, over-long or unprintable key or scope.  NULLs are
+ * rejected by the callers, which know the argument's name.  An empty
+ * scope is the default scope, so only keys must be non-empty.
+ */
+void
+IdemValidateKey(text *value, const char *what)
+{
+	int			len = VARSIZE_ANY_EXHDR(value);
+	const unsigned char *p = (const unsigned char *) VARDATA_ANY(value);
+	bool		is_key = (strcmp(what, "key") == 0);
+
+	if (is_key && len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("idempotency key must not be empty")));
+	if (len > idem_max_key_length)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("idempotency %s is too long", what),
+				 errdetail("The %s is %d bytes; idempotency.max_key_length is %d.",
+						   what, len, idem_max_key_length)));
+	for (int i = 0; i < len; i++)
+	{
+		if (p[i] < 0x20 || p[i] == 0x7f)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("idempotency %s must not contain control characters", what),
+					 errdetail("Byte %d of the %s is 0x%02x.", i + 1, what, p[i])));
+	}
+}
+
+/*
+ * A key or scope as a C string for error messages.  Validated keys hold no
+ * control characters, so they print as they are.
+ */
+char *
+IdemKeyForMessage(text *value)
+{
+	return text_to_cstring(value);
+}
+
+/*
+ * Remember that this transaction claimed (scope, key) with token, so that
+ * later calls in the same transaction may leave the token out.
+ */
+void
+IdemRememberClaim(text *scope, text *key, int64 token)
+{
+	MemoryContext old;
+	IdemClaim  *claim;
+
+	if (txn_claims_lxid != IdemCurrentLxid())
+	{
+		/* the list of an earlier transaction went with its memory */
+		txn_claims = NIL;
+		txn_claims_lxid = IdemCurrentLxid();
+	}
+
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	claim = palloc(sizeof(IdemClaim));
+	claim->scope = DatumGetTextPCopy(PointerGetDatum(scope));
+	claim->key = DatumGetTextPCopy(PointerGetDatum(key));
+	claim->token = token;
+	txn_claims = lappend(txn_claims, claim);
+	MemoryContextSwitchTo(old);
+}
+
+/* Same text value? */
+static bool
+TextEqual(text *a, text *b)
+{
+	int			len = VARSIZE_ANY_EXHDR(a);
+
+	return len == VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), len) == 0;
+}
+
+/*
+ * The token of this transaction's latest claim of (scope, key), if any.
+ */
+bool
+IdemRecallClaim(text *scope, text *key, int64 *token)
+{
+	if (txn_claims_lxid != IdemCurrentLxid())
+		return false;
+
+	/* newest first: a key claimed again in this transaction has a new token */
+	for (int i = list_length(txn_claims) - 1; i >= 0; i--)
+	{
+		IdemClaim  *claim = (IdemClaim *) list_nth(txn_claims, i);
+
+		if (TextEqual(claim->key, key) && TextEqual(claim->scope, scope))
+		{
+			*token = claim->token;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Take this transaction's lock on (scope, key).  With wait false, returns
+ * false at once when another transaction holds it.
+ */
+bool
+IdemLockKey(text *scope, text *key, bool wait)
+{
+	LOCKTAG		tag;
+	uint64		h;
+
+	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
+							VARSIZE_ANY_EXHDR(key), 0);
+	h = hash_combine64(h, hash_bytes_extended((const unsigned char *) VARDATA_ANY(scope),
+											  VARSIZE_ANY_EXHDR(scope), 0));
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
+						 IDEM_LOCK_FIELD4);
+
+	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* An interval of so many seconds */
+Interval *
+IdemSecondsInterval(int seconds)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = (TimeOffset) seconds * USECS_PER_SEC;
+	return iv;
+}
+
+/* Reject a lease or retention that is not positive */
+void
+IdemCheckPositiveInterval(Interval *iv, const char *what)
+{
+	Interval   *zero = IdemSecondsInterval(0);
+
+	if (!DatumGetBool(DirectFunctionCall2(interval_gt,
+										  IntervalPGetDatum(iv),
+										  IntervalPGetDatum(zero))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a positive interval", what),
+				 errdetail("The %s given is %s.", what,
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(iv))))));
+}
