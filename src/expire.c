@@ -31,24 +31,34 @@ PG_FUNCTION_INFO_V1(idem_expire);
 #define EXPIRE_SQL_BATCH 10000
 
 /*
- * One batch of expiry in the extension's schema nspid, as of now: at most
- * batch_size stale claims expired and at most batch_size rows deleted.
- * Adds what it did to result.  The caller is connected to SPI.
+ * One batch of expiry in the extension's schema nspid, as of now: stale
+ * claims expired first, then rows deleted, at most batch_size rows in all.
+ * Adds what it did to result and returns the rows it changed.  The caller
+ * is connected to SPI.
  */
-void
+int
 IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 				IdemExpireResult *result)
 {
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
 	Datum		args[3];
+	int			expired = 0;
+	int			deleted = 0;
 
 	args[0] = TimestampTzGetDatum(now);
 	args[1] = Int64GetDatum(batch_size);
 	args[2] = BoolGetDatum(reclaim);
 
 	if (reclaim)
-		result->expired += IdemExecute(IDEM_STMT_EXPIRE_STALE, nspid, args, NULL, false, 0);
-	result->deleted += IdemExecute(IDEM_STMT_EXPIRE_DELETE, nspid, args, NULL, false, 0);
+		expired = IdemExecute(IDEM_STMT_EXPIRE_STALE, nspid, args, NULL, false, 0);
+	if (expired < batch_size)
+	{
+		args[1] = Int64GetDatum(batch_size - expired);
+		deleted = IdemExecute(IDEM_STMT_EXPIRE_DELETE, nspid, args, NULL, false, 0);
+	}
+	result->expired += expired;
+	result->deleted += deleted;
+	return expired + deleted;
 }
 
 /*
@@ -75,11 +85,12 @@ idem_expire(PG_FUNCTION_ARGS)
 	{
 		IdemExpireResult done = {0, 0};
 		int			batch = (int) Min(limit - total, EXPIRE_SQL_BATCH);
+		int			changed;
 
 		CHECK_FOR_INTERRUPTS();
-		IdemExpireBatch(nspid, now, batch, &done);
-		total += done.expired + done.deleted;
-		if (done.expired < batch && done.deleted < batch)
+		changed = IdemExpireBatch(nspid, now, batch, &done);
+		total += changed;
+		if (changed < batch)
 			break;				/* nothing more is due */
 	}
 	SPI_finish();

@@ -113,7 +113,7 @@ typedef struct IdemExpireResult
 	int64		deleted;		/* rows past expires_at deleted */
 } IdemExpireResult;
 
-extern void IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
+extern int	IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 							IdemExpireResult *result);
 
 #endif							/* IDEMPOTENCY_H */

@@ -1,0 +1,115 @@
+-- idem_claim: every outcome, and the request check on every path.
+\set SHOW_CONTEXT never
+
+-- new: the row is processing, a token is handed out
+SELECT outcome, token > 0 AS has_token, status, response_code, response, retry_after, recovery_point
+FROM idem_claim('pay-1', request => '{"order": "A1", "amount": 3000}', scope => 'm42');
+
+-- the in-transaction pattern: claim, work, complete (no token needed), commit
+BEGIN;
+SELECT outcome FROM idem_claim('pay-2', '{"order": "A2", "amount": 100}', 'm42');
+SELECT idem_complete('pay-2', 201, '{"payment_id": 981, "note": "ok"}', 'm42');
+COMMIT;
+
+-- replay: stored code and body, equal byte for byte; no token is leaked
+SELECT outcome, token, status, response_code, response
+FROM idem_claim('pay-2', '{"order": "A2", "amount": 100}', 'm42');
+SELECT (SELECT response FROM idem_claim('pay-2', '{"order": "A2", "amount": 100}', 'm42'))::text
+     = (SELECT response FROM idempotency_keys WHERE key = 'pay-2')::text AS same_bytes;
+
+-- equal JSON documents are the same request, whatever their key order and spacing
+SELECT outcome FROM idem_claim('pay-2', '{ "amount" : 100.00, "order":"A2" }', 'm42');
+
+-- a different request with the same key is an error, on every path
+SELECT * FROM idem_claim('pay-2', '{"order": "A2", "amount": 101}', 'm42');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim('pay-2', NULL, 'm42');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim('pay-1', '{"order": "A1", "amount": 1}', 'm42');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim('nobody', NULL, 'm42');
+SELECT idem_complete('nobody', 204, NULL, 'm42', (SELECT token FROM idempotency_keys WHERE key = 'nobody'));
+SELECT * FROM idem_claim('nobody', '{}', 'm42');
+\echo :LAST_ERROR_SQLSTATE
+-- no request stored and none given: the same request
+SELECT outcome, response_code, response FROM idem_claim('nobody', NULL, 'm42');
+
+-- in_progress: a committed claim whose lease is alive
+SELECT outcome, token, status, retry_after > '0' AND retry_after <= '60 s' AS retry_after_ok
+FROM idem_claim('pay-1', '{"amount": 3000, "order": "A1"}', 'm42');
+-- ... also when the same transaction claims the key twice
+BEGIN;
+SELECT outcome FROM idem_claim('twice', NULL, 'm42');
+SELECT outcome FROM idem_claim('twice', NULL, 'm42');
+ROLLBACK;
+-- rolled back: the key is free again
+SELECT count(*) FROM idem_lookup('twice', 'm42');
+
+-- scopes are independent: the same key in another scope is another key
+SELECT outcome FROM idem_claim('pay-2', '{"order": "A2", "amount": 999}', 'm43');
+
+-- reclaimed: the lease ran out; a new, larger token; the recovery point comes back
+SELECT token AS old_token FROM idem_claim('slow', '{"x": 1}', 'm42', lease => '10 ms') \gset
+SELECT idem_checkpoint('slow', 'card-authorized', 'm42', :old_token);
+SELECT pg_sleep(0.05);
+SELECT outcome, token > :old_token AS larger_token, status, recovery_point
+FROM idem_claim('slow', '{"x": 1}', 'm42');
+-- the old holder is fenced off
+SELECT idem_complete('slow', 200, '{}', 'm42', :old_token);
+\echo :LAST_ERROR_SQLSTATE
+
+-- failed, retryable: the next claim takes the key over
+BEGIN;
+SELECT outcome FROM idem_claim('flaky', NULL, 'm42');
+SELECT idem_fail('flaky', 'm42', response_code => 503, response => '{"error": "bank timeout"}');
+COMMIT;
+SELECT status, retryable, response_code FROM idempotency_keys WHERE key = 'flaky';
+SELECT outcome, status, response_code, response FROM idem_claim('flaky', NULL, 'm42');
+
+-- failed, not retryable: the stored error is replayed
+BEGIN;
+SELECT outcome FROM idem_claim('declined', '{"card": "4000..0002"}', 'm42');
+SELECT idem_fail('declined', 'm42', NULL, 402, '{"error": "card_declined"}', retryable => false);
+COMMIT;
+SELECT outcome, status, response_code, response FROM idem_claim('declined', '{"card": "4000..0002"}', 'm42');
+
+-- stale: under stale_policy = hold nobody takes a run-out lease over
+SET idempotency.stale_policy = 'hold';
+SELECT token AS held_token FROM idem_claim('held', NULL, 'm42', lease => '10 ms') \gset
+SELECT pg_sleep(0.05);
+SELECT outcome, token, status FROM idem_claim('held', NULL, 'm42');
+-- until an operator settles it
+SELECT idem_resolve('held', 'm42', 'fail', 502, '{"error": "settled by operator"}');
+SELECT outcome, status, response_code, response FROM idem_claim('held', NULL, 'm42');
+SELECT idem_complete('held', 200, '{}', 'm42', :held_token);
+\echo :LAST_ERROR_SQLSTATE
+RESET idempotency.stale_policy;
+
+-- past expires_at the key starts afresh, whatever request it had
+BEGIN;
+SELECT outcome FROM idem_claim('short', '{"v": 1}', 'm42', retention => '10 ms');
+SELECT idem_complete('short', 200, '{"v": 1}', 'm42');
+COMMIT;
+SELECT pg_sleep(0.05);
+SELECT outcome, status, response FROM idem_claim('short', '{"v": 2}', 'm42');
+SELECT request_hash = idem_request_hash('{"v": 2}'::jsonb) AS new_hash, response IS NULL AS no_response
+FROM idempotency_keys WHERE key = 'short';
+
+-- a claim needs a read-write transaction
+BEGIN READ ONLY;
+SELECT * FROM idem_claim('ro', NULL, 'm42');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+
+-- lease and retention must be positive
+SELECT * FROM idem_claim('bad-lease', NULL, 'm42', lease => '0');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim('bad-retention', NULL, 'm42', retention => '-1 s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim('bad-wait', NULL, 'm42', wait => NULL);
+\echo :LAST_ERROR_SQLSTATE
+
+-- tokens are never reused, not even after a key is deleted and claimed anew
+SELECT token AS t1 FROM idem_claim('again', NULL, 'm42') \gset
+SELECT idem_release('again', 'm42', :t1);
+SELECT token > :t1 AS larger FROM idem_claim('again', NULL, 'm42');
