@@ -8,12 +8,13 @@ OBJS = \
 	src/claim.o \
 	src/record.o \
 	src/hash.o \
-	src/expire.o
+	src/expire.o \
+	src/stats.o
 DATA = idempotency--0.1.0.sql
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 
 # pg_regress: sql/*.sql against expected/*.out, on a private server.
-REGRESS = setup claim record hash guc input expire
+REGRESS = setup claim record hash guc input expire stats
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
 
 # Isolation specs live in test/specs, their outputs in test/expected.

@@ -240,3 +240,60 @@ GRANT EXECUTE ON FUNCTION idem_checkpoint(text, text, text, bigint) TO idempoten
 GRANT EXECUTE ON FUNCTION idem_lookup(text, text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem_resolve(text, text, text, integer, jsonb) TO idempotency_admin;
 GRANT EXECUTE ON FUNCTION idem_expire(integer) TO idempotency_admin;
+
+/*
+ * Statistics.  The counters are cluster-wide and kept in shared memory only
+ * when the library is preloaded (NULL otherwise); the rest is read from the
+ * table when the view is queried, cheaply, through its indexes.
+ */
+CREATE FUNCTION idem_stats(
+    OUT claims_new bigint,
+    OUT claims_replay bigint,
+    OUT claims_in_progress bigint,
+    OUT claims_reclaimed bigint,
+    OUT claims_stale bigint,
+    OUT request_mismatches bigint,
+    OUT completes bigint,
+    OUT fails bigint,
+    OUT stale_tokens bigint,
+    OUT leases_expired bigint,
+    OUT rows_deleted bigint,
+    OUT worker_passes bigint,
+    OUT worker_errors bigint,
+    OUT max_batch_rows bigint,
+    OUT worker_last_pass timestamptz,
+    OUT stats_reset timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'idem_stats'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION idem_stats() IS
+    'Counters behind the idempotency_stats view';
+
+CREATE FUNCTION idem_stats_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'idem_stats_reset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION idem_stats_reset() IS
+    'Zeroes the idempotency_stats counters';
+
+CREATE VIEW idempotency_stats AS
+SELECT s.*,
+       (SELECT pg_catalog.count(*) FROM idempotency_keys k
+         WHERE k.status OPERATOR(pg_catalog.=) 'processing') AS processing_keys,
+       (SELECT pg_catalog.count(*) FROM idempotency_keys k
+         WHERE k.status OPERATOR(pg_catalog.=) 'processing'
+           AND k.locked_until OPERATOR(pg_catalog.<=) pg_catalog.now()) AS stale_processing_keys,
+       (SELECT pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.min(k.created_at)
+          FROM idempotency_keys k
+         WHERE k.status OPERATOR(pg_catalog.=) 'processing') AS oldest_processing_age,
+       pg_catalog.pg_total_relation_size('idempotency_keys'::pg_catalog.regclass) AS table_bytes
+FROM idem_stats() s;
+COMMENT ON VIEW idempotency_stats IS
+    'What the extension did (cluster-wide counters since stats_reset) and the state of idempotency_keys now';
+
+REVOKE ALL ON FUNCTION idem_stats() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_stats_reset() FROM PUBLIC;
+REVOKE ALL ON TABLE idempotency_stats FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem_stats() TO idempotency_admin;
+GRANT EXECUTE ON FUNCTION idem_stats_reset() TO idempotency_admin;
+GRANT SELECT ON TABLE idempotency_stats TO idempotency_admin;

@@ -75,6 +75,23 @@ ProcessingStatus(TupleDesc desc)
 							   ObjectIdGetDatum(TupleDescAttr(desc, CLAIM_STATUS)->atttypid));
 }
 
+/* The counter of an outcome */
+static IdemStat
+OutcomeStat(const char *outcome)
+{
+	switch (outcome[0])
+	{
+		case 'n':
+			return IDEM_STAT_CLAIM_NEW;
+		case 'r':
+			return outcome[2] == 'p' ? IDEM_STAT_CLAIM_REPLAY : IDEM_STAT_CLAIM_RECLAIMED;
+		case 'i':
+			return IDEM_STAT_CLAIM_IN_PROGRESS;
+		default:
+			return IDEM_STAT_CLAIM_STALE;
+	}
+}
+
 /*
  * idem_claim(key, request, scope, lease, retention, wait)
  */
@@ -163,12 +180,15 @@ idem_claim(PG_FUNCTION_ARGS)
 		if (row.found && !expired)
 		{
 			if (!SameRequest(row.request_hash, hash))
+			{
+				IdemStatsAdd(IDEM_STAT_MISMATCH, 1);
 				ereport(ERROR,
 						(errcode(ERRCODE_IDEM_REQUEST_MISMATCH),
 						 errmsg("idempotency key was already used with a different request"),
 						 errdetail("Key \"%s\" in scope \"%s\" was first claimed with another request.",
 								   IdemKeyForMessage(key), IdemKeyForMessage(scope)),
 						 errhint("Send the original request again, or use a new key for a new request.")));
+			}
 
 			if (row.status_code == IDEM_COMPLETED ||
 				(row.status_code == IDEM_FAILED && !row.retryable))
@@ -289,6 +309,7 @@ idem_claim(PG_FUNCTION_ARGS)
 
 	SPI_finish();
 
+	IdemStatsAdd(OutcomeStat(outcome), 1);
 	values[CLAIM_OUTCOME] = CStringGetTextDatum(outcome);
 	nulls[CLAIM_OUTCOME] = false;
 

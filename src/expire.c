@@ -58,6 +58,9 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 	}
 	result->expired += expired;
 	result->deleted += deleted;
+	IdemStatsAdd(IDEM_STAT_EXPIRED, expired);
+	IdemStatsAdd(IDEM_STAT_DELETED, deleted);
+	IdemStatsBatch(expired + deleted);
 	return expired + deleted;
 }
 

@@ -5,8 +5,8 @@
  *
  * Everything here runs once per backend when the library is loaded, either
  * through shared_preload_libraries or on the first call of a function.
- * The GUCs are defined in both cases; only preloading registers the
- * background worker (worker.c).
+ * The GUCs are defined in both cases; only preloading sets up the shared
+ * counters (stats.c) and registers the background worker (worker.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -75,6 +75,8 @@ _PG_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	IdemStatsInit();
 
 	IdemReserveGUCPrefix("idempotency");
 }

@@ -116,4 +116,32 @@ typedef struct IdemExpireResult
 extern int	IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 							IdemExpireResult *result);
 
+
+/* stats.c: cluster-wide counters in shared memory (needs preloading) */
+typedef enum IdemStat
+{
+	IDEM_STAT_CLAIM_NEW,
+	IDEM_STAT_CLAIM_REPLAY,
+	IDEM_STAT_CLAIM_IN_PROGRESS,
+	IDEM_STAT_CLAIM_RECLAIMED,
+	IDEM_STAT_CLAIM_STALE,
+	IDEM_STAT_MISMATCH,
+	IDEM_STAT_COMPLETE,
+	IDEM_STAT_FAIL,
+	IDEM_STAT_STALE_TOKEN,
+	IDEM_STAT_EXPIRED,			/* stale leases expired (worker or idem_expire) */
+	IDEM_STAT_DELETED,			/* rows past expires_at deleted */
+	IDEM_STAT_WORKER_PASSES,
+	IDEM_STAT_WORKER_ERRORS,
+	IDEM_NUM_STATS
+} IdemStat;
+
+extern void IdemStatsInit(void);
+extern void IdemStatsAdd(IdemStat stat, int64 n);
+extern void IdemStatsBatch(int64 rows);
+extern void IdemStatsWorkerPass(TimestampTz end);
+
+/* worker.c */
+extern void IdemWorkerInit(void);
+
 #endif							/* IDEMPOTENCY_H */

@@ -118,12 +118,15 @@ ReportNoMatch(KeyCall *call)
 				 errdetail("Key \"%s\" in scope \"%s\" was not claimed in this transaction.", key, scope),
 				 errhint("Pass the token idem_claim returned; it may be left out only in the transaction that made the claim.")));
 	if (row.token != call->token)
+	{
+		IdemStatsAdd(IDEM_STAT_STALE_TOKEN, 1);
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEM_STALE_TOKEN),
 				 errmsg("stale fencing token"),
 				 errdetail("Key \"%s\" in scope \"%s\" is no longer held by token " INT64_FORMAT ".",
 						   key, scope, call->token),
 				 errhint("The lease ran out and the key was claimed again, or an operator settled it; this holder must stop.")));
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_IDEM_NOT_PROCESSING),
 			 errmsg("idempotency key is not processing"),
@@ -171,6 +174,7 @@ idem_complete(PG_FUNCTION_ARGS)
 	SPI_connect();
 	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, args, nulls);
 	SPI_finish();
+	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 	PG_RETURN_VOID();
 }
 
@@ -199,6 +203,7 @@ idem_fail(PG_FUNCTION_ARGS)
 	SPI_connect();
 	ExecuteHolderCall(&call, IDEM_STMT_FAIL, args, nulls);
 	SPI_finish();
+	IdemStatsAdd(IDEM_STAT_FAIL, 1);
 	PG_RETURN_VOID();
 }
 

@@ -1,0 +1,44 @@
+-- idempotency_stats: counters of what happened, and the table's state now.
+\set SHOW_CONTEXT never
+DELETE FROM idempotency_keys;
+SELECT idem_stats_reset();
+SELECT claims_new, claims_replay, completes, stats_reset <= now() AS reset_time_set
+FROM idempotency_stats;
+
+-- one of each outcome, a mismatch, a stale token, a complete and a fail
+BEGIN;
+SELECT outcome FROM idem_claim('s1', '{"a": 1}', 'stats');
+SELECT idem_complete('s1', 200, '{}', 'stats');
+COMMIT;
+SELECT outcome FROM idem_claim('s1', '{"a": 1}', 'stats');
+SELECT outcome FROM idem_claim('s1', '{"a": 2}', 'stats');
+SELECT token AS t FROM idem_claim('s2', NULL, 'stats', lease => '10 ms') \gset
+SELECT outcome FROM idem_claim('s3', NULL, 'stats');
+SELECT outcome FROM idem_claim('s3', NULL, 'stats');
+SELECT pg_sleep(0.05);
+SELECT outcome FROM idem_claim('s2', NULL, 'stats');
+SELECT idem_fail('s2', 'stats', :t);
+SET idempotency.stale_policy = 'hold';
+SELECT outcome FROM idem_claim('s4', NULL, 'stats', lease => '1 ms');
+SELECT pg_sleep(0.01);
+SELECT outcome FROM idem_claim('s4', NULL, 'stats');
+RESET idempotency.stale_policy;
+SELECT idem_expire();
+
+SELECT claims_new, claims_replay, claims_in_progress, claims_reclaimed, claims_stale,
+       request_mismatches, completes, fails, stale_tokens, leases_expired, rows_deleted,
+       max_batch_rows, processing_keys, stale_processing_keys,
+       oldest_processing_age > '0' AS has_oldest, table_bytes > 0 AS has_size
+FROM idempotency_stats;
+
+-- reset zeroes the counters
+SELECT idem_stats_reset();
+SELECT claims_new + claims_replay + completes + leases_expired AS total FROM idempotency_stats;
+
+-- the view and the reset are for idempotency_admin
+CREATE ROLE stats_app IN ROLE idempotency_app;
+SET ROLE stats_app;
+SELECT count(*) FROM idempotency_stats;
+SELECT idem_stats_reset();
+RESET ROLE;
+DROP ROLE stats_app;
