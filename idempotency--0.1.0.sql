@@ -265,14 +265,16 @@ CREATE FUNCTION idem_stats(
     OUT stats_reset timestamptz)
 RETURNS record
 AS 'MODULE_PATHNAME', 'idem_stats'
-LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+LANGUAGE C VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION idem_stats() IS
     'Counters behind the idempotency_stats view';
 
 CREATE FUNCTION idem_stats_reset()
 RETURNS void
 AS 'MODULE_PATHNAME', 'idem_stats_reset'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION idem_stats_reset() IS
     'Zeroes the idempotency_stats counters';
 

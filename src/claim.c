@@ -37,19 +37,6 @@
 
 PG_FUNCTION_INFO_V1(idem_claim);
 
-/* Columns of idem_claim's result */
-enum
-{
-	CLAIM_OUTCOME,
-	CLAIM_TOKEN,
-	CLAIM_STATUS,
-	CLAIM_RESPONSE_CODE,
-	CLAIM_RESPONSE,
-	CLAIM_RETRY_AFTER,
-	CLAIM_RECOVERY_POINT,
-	CLAIM_NCOLUMNS
-};
-
 /* Give up after this many rounds of a key changing under us */
 #define CLAIM_MAX_ROUNDS 100
 
@@ -93,66 +80,25 @@ OutcomeStat(const char *outcome)
 }
 
 /*
- * idem_claim(key, request, scope, lease, retention, wait)
+ * Claim (scope, key) or find what is there, filling values/nulls in the
+ * layout of idem_claim's result (desc).  The caller has checked the
+ * arguments and is connected to SPI; pass-by-reference results are
+ * allocated in callcxt.  Returns the outcome.
  */
-Datum
-idem_claim(PG_FUNCTION_ARGS)
+const char *
+IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
+		  Datum *values, bool *nulls)
 {
-	text	   *key;
-	text	   *scope;
-	bytea	   *hash = NULL;
-	Interval   *lease;
-	Interval   *retention;
-	bool		wait;
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
-	Oid			nspid;
-	TupleDesc	desc;
-	TimestampTz now;
-	MemoryContext callcxt = CurrentMemoryContext;
+	TimestampTz now = GetCurrentTimestamp();
+	text	   *key = a->key;
+	text	   *scope = a->scope;
+	bytea	   *hash = a->hash;
 	bool		locked = false;
-	Datum		values[CLAIM_NCOLUMNS];
-	bool		nulls[CLAIM_NCOLUMNS];
 	const char *outcome = NULL;
 	IdemRow		row;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("idempotency key must not be null")));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("idempotency scope must not be null"),
-				 errhint("The default scope is the empty string.")));
-	if (PG_ARGISNULL(5))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("wait must not be null")));
-
-	key = PG_GETARG_TEXT_PP(0);
-	scope = PG_GETARG_TEXT_PP(2);
-	IdemValidateKey(key, "key");
-	IdemValidateKey(scope, "scope");
-	lease = PG_ARGISNULL(3) ? IdemSecondsInterval(idem_lease_seconds) : PG_GETARG_INTERVAL_P(3);
-	retention = PG_ARGISNULL(4) ? IdemSecondsInterval(idem_retention_seconds) : PG_GETARG_INTERVAL_P(4);
-	IdemCheckPositiveInterval(lease, "lease");
-	IdemCheckPositiveInterval(retention, "retention");
-	wait = PG_GETARG_BOOL(5);
-
-	PreventCommandIfReadOnly("idem_claim()");
-
-	if (!PG_ARGISNULL(1))
-		hash = IdemHashJsonb(PG_GETARG_DATUM(1));
-
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	desc = BlessTupleDesc(desc);
-
-	nspid = IdemNamespaceOf(fcinfo);
-	now = GetCurrentTimestamp();
-	memset(nulls, true, sizeof(nulls));
-
-	SPI_connect();
+	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
 
 	for (int round = 0; outcome == NULL; round++)
 	{
@@ -171,7 +117,7 @@ idem_claim(PG_FUNCTION_ARGS)
 
 		args[0] = PointerGetDatum(scope);
 		args[1] = PointerGetDatum(key);
-		IdemExecute(IDEM_STMT_SELECT, nspid, args, NULL, false, 1);
+		IdemExecute(IDEM_STMT_SELECT, a->nspid, args, NULL, false, 1);
 		IdemReadRow(&row, callcxt);
 
 		expired = row.found && row.expires_at <= now &&
@@ -238,7 +184,7 @@ idem_claim(PG_FUNCTION_ARGS)
 		/* Every write of a claim happens under the key's lock. */
 		if (!locked)
 		{
-			if (!IdemLockKey(scope, key, wait))
+			if (!IdemLockKey(scope, key, a->wait))
 			{
 				outcome = "in_progress";
 				values[CLAIM_STATUS] = ProcessingStatus(desc);
@@ -252,38 +198,35 @@ idem_claim(PG_FUNCTION_ARGS)
 		}
 
 		memset(argnulls, ' ', sizeof(argnulls));
-		if (!row.found)
+		if (!row.found || expired)
 		{
 			args[2] = hash ? PointerGetDatum(hash) : (Datum) 0;
 			argnulls[2] = hash ? ' ' : 'n';
 			args[3] = TimestampTzGetDatum(now);
-			args[4] = IntervalPGetDatum(lease);
-			args[5] = IntervalPGetDatum(retention);
-			if (IdemExecute(IDEM_STMT_INSERT, nspid, args, argnulls, false, 0) == 0)
-				continue;		/* a claim committed meanwhile: read it */
-			outcome = "new";
-		}
-		else if (expired)
-		{
-			args[2] = hash ? PointerGetDatum(hash) : (Datum) 0;
-			argnulls[2] = hash ? ' ' : 'n';
-			args[3] = TimestampTzGetDatum(now);
-			args[4] = IntervalPGetDatum(lease);
-			args[5] = IntervalPGetDatum(retention);
-			args[6] = Int64GetDatum(row.token);
-			args[7] = BoolGetDatum(reclaim);
-			if (IdemExecute(IDEM_STMT_RENEW, nspid, args, argnulls, false, 0) == 0)
-				continue;
+			args[4] = IntervalPGetDatum(a->lease);
+			args[5] = IntervalPGetDatum(a->retention);
+			if (!row.found)
+			{
+				if (IdemExecute(IDEM_STMT_INSERT, a->nspid, args, argnulls, false, 0) == 0)
+					continue;	/* a claim committed meanwhile: read it */
+			}
+			else
+			{
+				args[6] = Int64GetDatum(row.token);
+				args[7] = BoolGetDatum(reclaim);
+				if (IdemExecute(IDEM_STMT_RENEW, a->nspid, args, argnulls, false, 0) == 0)
+					continue;
+			}
 			outcome = "new";
 		}
 		else
 		{
 			args[2] = Int64GetDatum(row.token);
 			args[3] = TimestampTzGetDatum(now);
-			args[4] = IntervalPGetDatum(lease);
-			args[5] = IntervalPGetDatum(retention);
+			args[4] = IntervalPGetDatum(a->lease);
+			args[5] = IntervalPGetDatum(a->retention);
 			args[6] = BoolGetDatum(reclaim);
-			if (IdemExecute(IDEM_STMT_TAKEOVER, nspid, args, NULL, false, 0) == 0)
+			if (IdemExecute(IDEM_STMT_TAKEOVER, a->nspid, args, NULL, false, 0) == 0)
 				continue;
 			outcome = "reclaimed";
 			if (row.recovery_point != NULL)
@@ -307,11 +250,78 @@ idem_claim(PG_FUNCTION_ARGS)
 		}
 	}
 
-	SPI_finish();
-
 	IdemStatsAdd(OutcomeStat(outcome), 1);
 	values[CLAIM_OUTCOME] = CStringGetTextDatum(outcome);
 	nulls[CLAIM_OUTCOME] = false;
+	return outcome;
+}
+
+/*
+ * Read and check the arguments every claim has.  keyarg, requestarg and
+ * scopearg are argument numbers; lease, retention and wait are passed by
+ * the caller (NULL for the GUC defaults).
+ */
+void
+IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
+				  int requestarg, int scopearg, Interval *lease,
+				  Interval *retention, bool wait, IdemClaimArgs *a)
+{
+	if (PG_ARGISNULL(keyarg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("idempotency key must not be null")));
+	a->key = PG_GETARG_TEXT_PP(keyarg);
+	if (PG_ARGISNULL(scopearg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("idempotency scope must not be null"),
+				 errdetail("Key \"%s\".", IdemKeyForMessage(a->key)),
+				 errhint("The default scope is the empty string.")));
+	a->scope = PG_GETARG_TEXT_PP(scopearg);
+	IdemValidateKey(a->key, "key");
+	IdemValidateKey(a->scope, "scope");
+	a->lease = lease ? lease : IdemSecondsInterval(idem_lease_seconds);
+	a->retention = retention ? retention : IdemSecondsInterval(idem_retention_seconds);
+	IdemCheckPositiveInterval(a->lease, "lease", a->key, a->scope);
+	IdemCheckPositiveInterval(a->retention, "retention", a->key, a->scope);
+	a->wait = wait;
+
+	PreventCommandIfReadOnly(psprintf("%s()", fname));
+
+	a->hash = PG_ARGISNULL(requestarg) ? NULL : IdemHashJsonb(PG_GETARG_DATUM(requestarg));
+	a->nspid = IdemNamespaceOf(fcinfo);
+}
+
+/*
+ * idem_claim(key, request, scope, lease, retention, wait)
+ */
+Datum
+idem_claim(PG_FUNCTION_ARGS)
+{
+	IdemClaimArgs a;
+	TupleDesc	desc;
+	MemoryContext callcxt;
+	Datum		values[IDEM_CLAIM_NCOLUMNS];
+	bool		nulls[IDEM_CLAIM_NCOLUMNS];
+
+	IdemClaimArgsFrom(fcinfo, "idem_claim", 0, 1, 2,
+					  PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3),
+					  PG_ARGISNULL(4) ? NULL : PG_GETARG_INTERVAL_P(4),
+					  PG_ARGISNULL(5) || PG_GETARG_BOOL(5), &a);
+	if (PG_ARGISNULL(5))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("wait must not be null"),
+				 IdemErrdetailKey(a.key, a.scope)));
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	desc = BlessTupleDesc(desc);
+
+	callcxt = CurrentMemoryContext;		/* results must outlive SPI_finish */
+	SPI_connect();
+	IdemClaim(&a, desc, callcxt, values, nulls);
+	SPI_finish();
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

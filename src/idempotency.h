@@ -101,7 +101,41 @@ extern void IdemRememberClaim(text *scope, text *key, int64 token);
 extern bool IdemRecallClaim(text *scope, text *key, int64 *token);
 extern bool IdemLockKey(text *scope, text *key, bool wait);
 extern Interval *IdemSecondsInterval(int seconds);
-extern void IdemCheckPositiveInterval(Interval *iv, const char *what);
+extern void IdemCheckPositiveInterval(Interval *iv, const char *what,
+									  text *key, text *scope);
+extern int	IdemErrdetailKey(text *key, text *scope);
+
+/* claim.c: columns of idem_claim's (and idem_execute's) result */
+enum
+{
+	CLAIM_OUTCOME,
+	CLAIM_TOKEN,
+	CLAIM_STATUS,
+	CLAIM_RESPONSE_CODE,
+	CLAIM_RESPONSE,
+	CLAIM_RETRY_AFTER,
+	CLAIM_RECOVERY_POINT,
+	IDEM_CLAIM_NCOLUMNS
+};
+
+/* The checked arguments of a claim */
+typedef struct IdemClaimArgs
+{
+	text	   *key;
+	text	   *scope;
+	bytea	   *hash;			/* NULL when no request was given */
+	Interval   *lease;
+	Interval   *retention;
+	bool		wait;
+	Oid			nspid;
+} IdemClaimArgs;
+
+extern void IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname,
+							  int keyarg, int requestarg, int scopearg,
+							  Interval *lease, Interval *retention, bool wait,
+							  IdemClaimArgs *a);
+extern const char *IdemClaim(IdemClaimArgs *a, TupleDesc desc,
+							 MemoryContext callcxt, Datum *values, bool *nulls);
 
 /* hash.c */
 extern bytea *IdemHashJsonb(Datum jsonb);

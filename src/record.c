@@ -57,12 +57,13 @@ GetKey(FunctionCallInfo fcinfo, const char *fname, int keyarg, int scopearg,
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("idempotency key must not be null")));
+	call->key = PG_GETARG_TEXT_PP(keyarg);
 	if (PG_ARGISNULL(scopearg))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("idempotency scope must not be null"),
+				 errdetail("Key \"%s\".", IdemKeyForMessage(call->key)),
 				 errhint("The default scope is the empty string.")));
-	call->key = PG_GETARG_TEXT_PP(keyarg);
 	call->scope = PG_GETARG_TEXT_PP(scopearg);
 	IdemValidateKey(call->key, "key");
 	IdemValidateKey(call->scope, "scope");
@@ -192,7 +193,8 @@ idem_fail(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(5))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("retryable must not be null")));
+				 errmsg("retryable must not be null"),
+				 IdemErrdetailKey(call.key, call.scope)));
 	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
 	args[4] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
 	nulls[4] = PG_ARGISNULL(3) ? 'n' : ' ';
@@ -221,7 +223,7 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 
 	GetHolderCall(fcinfo, "idem_heartbeat", 0, 1, 2, &call);
 	lease = PG_ARGISNULL(3) ? IdemSecondsInterval(idem_lease_seconds) : PG_GETARG_INTERVAL_P(3);
-	IdemCheckPositiveInterval(lease, "lease");
+	IdemCheckPositiveInterval(lease, "lease", call.key, call.scope);
 	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
 	args[4] = IntervalPGetDatum(lease);
 
@@ -291,6 +293,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("action must not be null"),
+				 IdemErrdetailKey(call.key, call.scope),
 				 errhint("The action is 'fail' or 'release'.")));
 	action = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if (strcmp(action, "fail") == 0)
@@ -301,6 +304,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid action \"%s\"", action),
+				 IdemErrdetailKey(call.key, call.scope),
 				 errhint("The action is 'fail' or 'release'.")));
 	PreventCommandIfReadOnly("idem_resolve()");
 

@@ -177,12 +177,12 @@ static Oid	plans_nspid = InvalidOid;
 static SPIPlanPtr plans[IDEM_NUM_STMTS];
 
 /* Claims this transaction made: what lets a NULL token through */
-typedef struct IdemClaim
+typedef struct TxnClaim
 {
 	text	   *scope;
 	text	   *key;
 	int64		token;
-} IdemClaim;
+} TxnClaim;
 
 static List *txn_claims = NIL;
 static LocalTransactionId txn_claims_lxid = InvalidLocalTransactionId;
@@ -359,7 +359,7 @@ void
 IdemRememberClaim(text *scope, text *key, int64 token)
 {
 	MemoryContext old;
-	IdemClaim  *claim;
+	TxnClaim  *claim;
 
 	if (txn_claims_lxid != IdemCurrentLxid())
 	{
@@ -369,7 +369,7 @@ IdemRememberClaim(text *scope, text *key, int64 token)
 	}
 
 	old = MemoryContextSwitchTo(TopTransactionContext);
-	claim = palloc(sizeof(IdemClaim));
+	claim = palloc(sizeof(TxnClaim));
 	claim->scope = DatumGetTextPCopy(PointerGetDatum(scope));
 	claim->key = DatumGetTextPCopy(PointerGetDatum(key));
 	claim->token = token;
@@ -399,7 +399,7 @@ IdemRecallClaim(text *scope, text *key, int64 *token)
 	/* newest first: a key claimed again in this transaction has a new token */
 	for (int i = list_length(txn_claims) - 1; i >= 0; i--)
 	{
-		IdemClaim  *claim = (IdemClaim *) list_nth(txn_claims, i);
+		TxnClaim  *claim = (TxnClaim *) list_nth(txn_claims, i);
 
 		if (TextEqual(claim->key, key) && TextEqual(claim->scope, scope))
 		{
@@ -440,9 +440,19 @@ IdemSecondsInterval(int seconds)
 	return iv;
 }
 
+/*
+ * errdetail() naming a key and its scope, for use inside ereport().
+ */
+int
+IdemErrdetailKey(text *key, text *scope)
+{
+	return errdetail("Key \"%s\" in scope \"%s\".",
+					 IdemKeyForMessage(key), IdemKeyForMessage(scope));
+}
+
 /* Reject a lease or retention that is not positive */
 void
-IdemCheckPositiveInterval(Interval *iv, const char *what)
+IdemCheckPositiveInterval(Interval *iv, const char *what, text *key, text *scope)
 {
 	Interval   *zero = IdemSecondsInterval(0);
 
@@ -452,7 +462,8 @@ IdemCheckPositiveInterval(Interval *iv, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be a positive interval", what),
-				 errdetail("The %s given is %s.", what,
+				 errdetail("The %s given for key \"%s\" in scope \"%s\" is %s.", what,
+						   IdemKeyForMessage(key), IdemKeyForMessage(scope),
 						   DatumGetCString(DirectFunctionCall1(interval_out,
 															   IntervalPGetDatum(iv))))));
 }
