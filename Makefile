@@ -9,17 +9,18 @@ OBJS = \
 	src/record.o \
 	src/hash.o \
 	src/expire.o \
-	src/stats.o
-DATA = idempotency--0.1.0.sql
+	src/stats.o \
+	src/execute.o
+DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 
 # pg_regress: sql/*.sql against expected/*.out, on a private server.
-REGRESS = setup claim record hash guc input expire stats
+REGRESS = setup claim record hash guc input expire stats execute
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
 
 # Isolation specs live in test/specs, their outputs in test/expected.
 ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
-	claim_repeatable_read claim_serializable takeover
+	claim_repeatable_read claim_serializable takeover execute
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 	--temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf \
 	--load-extension=idempotency

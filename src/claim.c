@@ -84,6 +84,10 @@ OutcomeStat(const char *outcome)
  * layout of idem_claim's result (desc).  The caller has checked the
  * arguments and is connected to SPI; pass-by-reference results are
  * allocated in callcxt.  Returns the outcome.
+ *
+ * With a->defer_insert an absent key is not inserted: the outcome is "new"
+ * with no token, the key's lock is held, and the caller must insert the
+ * row itself (idem_execute inserts it completed).
  */
 const char *
 IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
@@ -95,6 +99,7 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 	text	   *scope = a->scope;
 	bytea	   *hash = a->hash;
 	bool		locked = false;
+	bool		reread = false;
 	const char *outcome = NULL;
 	IdemRow		row;
 
@@ -197,6 +202,24 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 			locked = true;
 		}
 
+		/*
+		 * idem_execute inserts an absent key itself, already completed, once
+		 * its statement has run.  Read once more under the lock first: a
+		 * claim that committed before we got the lock must be seen now.
+		 */
+		if (!row.found && a->defer_insert)
+		{
+			if (!reread)
+			{
+				reread = true;
+				continue;
+			}
+			outcome = "new";
+			values[CLAIM_STATUS] = ProcessingStatus(desc);
+			nulls[CLAIM_STATUS] = false;
+			break;
+		}
+
 		memset(argnulls, ' ', sizeof(argnulls));
 		if (!row.found || expired)
 		{
@@ -285,6 +308,7 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 	IdemCheckPositiveInterval(a->lease, "lease", a->key, a->scope);
 	IdemCheckPositiveInterval(a->retention, "retention", a->key, a->scope);
 	a->wait = wait;
+	a->defer_insert = false;
 
 	PreventCommandIfReadOnly(psprintf("%s()", fname));
 

@@ -53,6 +53,7 @@ typedef enum IdemStmt
 {
 	IDEM_STMT_SELECT,
 	IDEM_STMT_INSERT,
+	IDEM_STMT_INSERT_COMPLETED,
 	IDEM_STMT_TAKEOVER,
 	IDEM_STMT_RENEW,
 	IDEM_STMT_COMPLETE,
@@ -127,6 +128,7 @@ typedef struct IdemClaimArgs
 	Interval   *lease;
 	Interval   *retention;
 	bool		wait;
+	bool		defer_insert;	/* absent key: lock it, leave the insert to the caller */
 	Oid			nspid;
 } IdemClaimArgs;
 

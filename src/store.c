@@ -74,6 +74,17 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 		6, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, INTERVALOID, INTERVALOID}
 	},
 	/*
+	 * idem_execute's new key, inserted once its statement has run: $4 now,
+	 * $5 retention, $6 response code, $7 response.
+	 */
+	[IDEM_STMT_INSERT_COMPLETED] = {
+		"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
+		" expires_at, request_hash, response_code, response)"
+		" VALUES ($1, $2, 'completed', " NEXTTOKEN ", $4, $4, $4" PLUS "$5, $3, $6, $7)"
+		" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
+		7, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, INTERVALOID, INT4OID, JSONBOID}
+	},
+	/*
 	 * Take over a failed-retryable key, or a processing one whose lease ran
 	 * out ($7: stale policy is reclaim).  $3 is the token seen, so a claim
 	 * that changed the row in between makes this a no-op.
@@ -107,7 +118,8 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 		"UPDATE " KEYS " SET status = 'completed', response_code = $5, response = $6,"
 		" expires_at = $4" PLUS "(expires_at" MINUS "locked_until),"
 		" locked_until = NULL, updated_at = $4"
-		WHERE_KEY " AND token" EQ "$3 AND status" EQ "'processing'",
+		WHERE_KEY " AND token" EQ "$3 AND status" EQ "'processing'"
+		" RETURNING status",
 		6, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID}
 	},
 	[IDEM_STMT_FAIL] = {

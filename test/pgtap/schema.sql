@@ -19,7 +19,7 @@
 
 BEGIN;
 
-SELECT plan(124);
+SELECT plan(127);
 
 /* ---- the table ---- */
 
@@ -127,6 +127,12 @@ SELECT has_function('idem_request_hash', ARRAY['jsonb'], 'idem_request_hash(json
 SELECT has_function('idem_request_hash', ARRAY['bytea'], 'idem_request_hash(bytea) exists');
 SELECT has_function('idem_request_hash', ARRAY['text'],  'idem_request_hash(text) exists');
 SELECT has_function('idem_expire', ARRAY['integer'], 'idem_expire(integer) exists');
+SELECT has_function('idem_execute', ARRAY['text', 'jsonb', 'text', 'integer', 'text', '"any"'],
+    'idem_execute(key, request, scope, success_code, query, VARIADIC args) exists');
+SELECT has_function('idem_execute', ARRAY['text', 'jsonb', 'text', 'integer', 'text'],
+    'idem_execute(key, request, scope, success_code, query) exists');
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'idempotency'), '0.2.0',
+    'the default version is 0.2.0');
 
 SELECT function_returns('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
                         'record', 'idem_claim returns a record (OUT parameters)');
@@ -281,6 +287,10 @@ SELECT cmp_ok(
 /*
  * Every function except idem_request_hash(*) pins its search_path, so a
  * caller's search_path cannot redirect the names the C code's SQL uses.
+ * idem_execute is the exception by design: it runs the caller's statement,
+ * which must resolve names with the caller's search_path, and pins
+ * pg_catalog, pg_temp itself around its own statements (sql/execute.sql
+ * checks both).
  */
 SELECT is(
     (SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text)
@@ -288,11 +298,11 @@ SELECT is(
      JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                      AND d.deptype = 'e'
      JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'idempotency'
-     WHERE p.proname <> 'idem_request_hash'
+     WHERE p.proname NOT IN ('idem_request_hash', 'idem_execute')
        AND NOT EXISTS (SELECT FROM unnest(p.proconfig) AS c(setting)
                        WHERE c.setting LIKE 'search\_path=%')),
     NULL,
-    'every extension function except idem_request_hash has SET search_path');
+    'every extension function except idem_request_hash and idem_execute has SET search_path');
 
 SELECT is(
     (SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text)
@@ -300,7 +310,7 @@ SELECT is(
      JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                      AND d.deptype = 'e'
      JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'idempotency'
-     WHERE p.proname <> 'idem_request_hash'
+     WHERE p.proname NOT IN ('idem_request_hash', 'idem_execute')
        AND NOT EXISTS (SELECT FROM unnest(p.proconfig) AS c(setting)
                        WHERE c.setting = 'search_path=pg_catalog, pg_temp')),
     NULL,
