@@ -11,7 +11,7 @@ OBJS = \
 	src/expire.o \
 	src/stats.o \
 	src/execute.o
-DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql
+DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql idempotency--0.2.0.sql
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 
 # pg_regress: sql/*.sql against expected/*.out, on a private server.

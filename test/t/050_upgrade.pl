@@ -1,0 +1,109 @@
+# Upgrade path: ALTER EXTENSION idempotency UPDATE from every earlier version
+# gives the same schema as a fresh install of the default version, and keeps
+# every key row.
+#
+# Schemas are compared with pg_dump --binary-upgrade --schema-only, which
+# dumps each member object of the extension (a plain dump only says CREATE
+# EXTENSION); OIDs, xids and the dump's \restrict nonce are masked.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('upgrade');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'idempotency'");
+$node->start;
+
+my $default = $node->safe_psql('postgres',
+	"SELECT default_version FROM pg_available_extensions WHERE name = 'idempotency'");
+my @versions = split /\n/, $node->safe_psql('postgres',
+	"SELECT version FROM pg_available_extension_versions
+	 WHERE name = 'idempotency' AND version <> '$default' ORDER BY version");
+ok(@versions >= 1, "there are earlier versions to upgrade from: @versions");
+
+# A schema-only dump of one database, with what differs between any two
+# databases masked.
+sub schema_of
+{
+	my ($db) = @_;
+	my ($stdout, $stderr);
+	my $ok = IPC::Run::run(
+		[ 'pg_dump', '--schema-only', '--binary-upgrade', '--no-owner',
+		  '-h', $node->host, '-p', $node->port, $db ],
+		'>', \$stdout, '2>', \$stderr);
+	die "pg_dump $db failed: $stderr" unless $ok;
+	my @lines;
+	for my $line (split /\n/, $stdout)
+	{
+		next if $line =~ /^\\(un)?restrict /;
+		next if $line =~ /^--/ || $line eq '';
+		next if $line =~ /binary_upgrade_set_next_/;
+		next if $line =~ /pg_catalog\.setval\(/;    # data, compared separately
+		$line =~ s/relfrozenxid = '\d+', relminmxid = '\d+'/relfrozenxid = X, relminmxid = X/;
+		$line =~ s/oid = '\d+'/oid = X/g;
+		$line =~ s/'\{\d+(,\d+)*\}'/'{OIDS}'/g;
+		push @lines, $line;
+	}
+	return join("\n", @lines) . "\n";
+}
+
+# Keys in every state, as a version's functions make them.
+my $fill = q{
+	SELECT idem_claim('processing', '{"a": 1}', 's1', lease => '1 hour');
+	SELECT idem_claim('stale', NULL, 's1', lease => '1 ms');
+	SELECT idem_checkpoint('stale', 'step-2', 's1', (SELECT token FROM idempotency_keys WHERE key = 'stale'));
+	BEGIN;
+	SELECT idem_claim('completed', '{"amount": 300}', 's1');
+	SELECT idem_complete('completed', 201, '{"payment_id": 7}', 's1');
+	SELECT idem_claim('declined', NULL, 's2');
+	SELECT idem_fail('declined', 's2', response_code => 402, response => '{"error": "card_declined"}', retryable => false);
+	SELECT idem_claim('retry', NULL, 's2');
+	SELECT idem_fail('retry', 's2');
+	COMMIT;
+};
+my $rows = q{SELECT md5(string_agg(k::text, '|' ORDER BY scope, key)) FROM idempotency_keys k};
+
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+$node->safe_psql('fresh', 'CREATE EXTENSION idempotency');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"),
+	$default, "fresh install is $default");
+my $fresh_schema = schema_of('fresh');
+
+foreach my $v (@versions)
+{
+	my $db = "from_$v";
+	$db =~ s/\./_/g;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, "CREATE EXTENSION idempotency VERSION '$v'");
+	$node->safe_psql($db, $fill);
+	my $before = $node->safe_psql($db, $rows);
+	my $seq_before = $node->safe_psql($db, 'SELECT last_value FROM idempotency_token_seq');
+
+	$node->safe_psql($db, 'ALTER EXTENSION idempotency UPDATE');
+	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"),
+		$default, "$v updates to $default");
+	is($node->safe_psql($db, $rows), $before, "$v -> $default keeps every key row");
+	is($node->safe_psql($db, 'SELECT last_value FROM idempotency_token_seq'), $seq_before,
+		"$v -> $default keeps the token sequence");
+	is(schema_of($db), $fresh_schema, "$v -> $default gives the schema of a fresh install");
+
+	# the updated extension works on the old rows
+	is($node->safe_psql($db,
+		q{SELECT outcome || ' ' || response_code || ' ' || response FROM idem_claim('completed', '{"amount": 300}', 's1')}),
+		'replay 201 {"payment_id": 7}', "$v -> $default: a completed key replays");
+	is($node->safe_psql($db,
+		q{SELECT outcome || ' ' || recovery_point FROM idem_claim('stale', NULL, 's1')}),
+		'reclaimed step-2', "$v -> $default: a stale claim is reclaimed with its recovery point");
+	is($node->safe_psql($db,
+		q{SELECT outcome FROM idem_claim('processing', '{"a": 1}', 's1')}),
+		'in_progress', "$v -> $default: a live claim is in progress");
+	$node->safe_psql($db, 'CREATE TABLE payments (id serial PRIMARY KEY, amount int)');
+	is($node->safe_psql($db,
+		q{SELECT outcome || ' ' || response FROM idem_execute('new', NULL, 's1', 201, 'INSERT INTO payments (amount) VALUES ($1) RETURNING id', 5)}),
+		'new {"id": 1}', "$v -> $default: functions of the new version work");
+}
+
+$node->stop;
+done_testing();
