@@ -85,9 +85,11 @@ OutcomeStat(const char *outcome)
  * arguments and is connected to SPI; pass-by-reference results are
  * allocated in callcxt.  Returns the outcome.
  *
- * With a->defer_insert an absent key is not inserted: the outcome is "new"
- * with no token, the key's lock is held, and the caller must insert the
- * row itself (idem_execute inserts it completed).
+ * With a->defer_insert (idem_execute, which always waits) the key's lock is
+ * taken before the first read, and given back at once when the claim only
+ * read; an absent key is not inserted: the outcome is "new" with no token,
+ * the lock is kept, and the caller must insert the row itself (idem_execute
+ * inserts it completed, once its statement has run).
  */
 const char *
 IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
@@ -99,11 +101,18 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 	text	   *scope = a->scope;
 	bytea	   *hash = a->hash;
 	bool		locked = false;
-	bool		reread = false;
+	bool		unlock_if_read = false;
 	const char *outcome = NULL;
 	IdemRow		row;
 
 	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
+
+	if (a->defer_insert)
+	{
+		/* no claim can insert the key between our read and our insert */
+		unlock_if_read = (IdemLockKey(scope, key, true) == IDEM_LOCK_TAKEN);
+		locked = true;
+	}
 
 	for (int round = 0; outcome == NULL; round++)
 	{
@@ -189,7 +198,7 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 		/* Every write of a claim happens under the key's lock. */
 		if (!locked)
 		{
-			if (!IdemLockKey(scope, key, a->wait))
+			if (IdemLockKey(scope, key, a->wait) == IDEM_LOCK_BUSY)
 			{
 				outcome = "in_progress";
 				values[CLAIM_STATUS] = ProcessingStatus(desc);
@@ -202,18 +211,9 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 			locked = true;
 		}
 
-		/*
-		 * idem_execute inserts an absent key itself, already completed, once
-		 * its statement has run.  Read once more under the lock first: a
-		 * claim that committed before we got the lock must be seen now.
-		 */
+		/* idem_execute inserts an absent key itself, once its statement ran */
 		if (!row.found && a->defer_insert)
 		{
-			if (!reread)
-			{
-				reread = true;
-				continue;
-			}
 			outcome = "new";
 			values[CLAIM_STATUS] = ProcessingStatus(desc);
 			nulls[CLAIM_STATUS] = false;
@@ -272,6 +272,10 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 			IdemRememberClaim(scope, key, token);
 		}
 	}
+
+	/* a claim that only read needs the lock no longer */
+	if (unlock_if_read && nulls[CLAIM_TOKEN] && strcmp(outcome, "new") != 0)
+		IdemUnlockKey(scope, key);
 
 	IdemStatsAdd(OutcomeStat(outcome), 1);
 	values[CLAIM_OUTCOME] = CStringGetTextDatum(outcome);

@@ -100,7 +100,15 @@ extern void IdemValidateKey(text *key, const char *what);
 extern char *IdemKeyForMessage(text *key);
 extern void IdemRememberClaim(text *scope, text *key, int64 token);
 extern bool IdemRecallClaim(text *scope, text *key, int64 *token);
-extern bool IdemLockKey(text *scope, text *key, bool wait);
+typedef enum IdemLockResult
+{
+	IDEM_LOCK_BUSY,				/* another transaction holds it (wait false) */
+	IDEM_LOCK_TAKEN,
+	IDEM_LOCK_ALREADY_HELD
+} IdemLockResult;
+
+extern IdemLockResult IdemLockKey(text *scope, text *key, bool wait);
+extern void IdemUnlockKey(text *scope, text *key);
 extern Interval *IdemSecondsInterval(int seconds);
 extern void IdemCheckPositiveInterval(Interval *iv, const char *what,
 									  text *key, text *scope);
@@ -128,7 +136,7 @@ typedef struct IdemClaimArgs
 	Interval   *lease;
 	Interval   *retention;
 	bool		wait;
-	bool		defer_insert;	/* absent key: lock it, leave the insert to the caller */
+	bool		defer_insert;	/* lock first; absent key: leave the insert to the caller */
 	Oid			nspid;
 } IdemClaimArgs;
 

@@ -422,24 +422,53 @@ IdemRecallClaim(text *scope, text *key, int64 *token)
 	return false;
 }
 
-/*
- * Take this transaction's lock on (scope, key).  With wait false, returns
- * false at once when another transaction holds it.
- */
-bool
-IdemLockKey(text *scope, text *key, bool wait)
+/* The lock tag of (scope, key) */
+static void
+KeyLockTag(LOCKTAG *tag, text *scope, text *key)
 {
-	LOCKTAG		tag;
 	uint64		h;
 
 	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
 							VARSIZE_ANY_EXHDR(key), 0);
 	h = hash_combine64(h, hash_bytes_extended((const unsigned char *) VARDATA_ANY(scope),
 											  VARSIZE_ANY_EXHDR(scope), 0));
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
 						 IDEM_LOCK_FIELD4);
+}
 
-	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+/*
+ * Take this transaction's lock on (scope, key).  With wait false, returns
+ * IDEM_LOCK_BUSY at once when another transaction holds it.
+ * IDEM_LOCK_ALREADY_HELD means this transaction had it already.
+ */
+IdemLockResult
+IdemLockKey(text *scope, text *key, bool wait)
+{
+	LOCKTAG		tag;
+
+	KeyLockTag(&tag, scope, key);
+	switch (LockAcquire(&tag, ExclusiveLock, false, !wait))
+	{
+		case LOCKACQUIRE_NOT_AVAIL:
+			return IDEM_LOCK_BUSY;
+		case LOCKACQUIRE_OK:
+			return IDEM_LOCK_TAKEN;
+		default:
+			return IDEM_LOCK_ALREADY_HELD;
+	}
+}
+
+/*
+ * Give back a lock IdemLockKey took, before the end of the transaction:
+ * for a claim that only read.
+ */
+void
+IdemUnlockKey(text *scope, text *key)
+{
+	LOCKTAG		tag;
+
+	KeyLockTag(&tag, scope, key);
+	LockRelease(&tag, ExclusiveLock, false);
 }
 
 /* An interval of so many seconds */
