@@ -113,3 +113,12 @@ SELECT * FROM idem_claim('bad-wait', NULL, 'm42', wait => NULL);
 SELECT token AS t1 FROM idem_claim('again', NULL, 'm42') \gset
 SELECT idem_release('again', 'm42', :t1);
 SELECT token > :t1 AS larger FROM idem_claim('again', NULL, 'm42');
+
+-- a transaction may claim any number of keys: no lock is held per key
+-- (10,000 is more than the shared lock table holds at the default settings)
+BEGIN;
+SELECT count(*) AS claimed FROM generate_series(1, 10000) i, idem_claim('batch-' || i, NULL, 'batch');
+SELECT count(*) AS claimed_nowait FROM generate_series(1, 1000) i, idem_claim('batch-nowait-' || i, NULL, 'batch', wait => false);
+SELECT count(*) AS locks_held FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory';
+COMMIT;
+SELECT count(*) AS stored FROM idempotency_keys WHERE scope = 'batch';

@@ -10,11 +10,18 @@
  * "new" (it rolled back).
  *
  * The common case is cheap.  A duplicate of a completed key is one
- * read-only SELECT.  A new key is a SELECT that finds nothing, the per-key
- * lock (store.c) and an INSERT ... ON CONFLICT DO NOTHING.  Rows that must
- * be taken over (lease run out, failed retryable, past expires_at) are
- * updated under the same lock with the token seen as a guard, so a row
- * that changed in between is read again rather than overwritten.
+ * read-only SELECT.  A new key is a SELECT that finds nothing and an
+ * INSERT ... ON CONFLICT DO NOTHING, which waits for an uncommitted
+ * duplicate and then finds it.  Rows that must be taken over (lease run
+ * out, failed retryable, past expires_at) are updated with the token seen
+ * as a guard, so a row that changed in between is read again rather than
+ * overwritten.  No lock is taken besides what those statements take: a
+ * transaction may claim any number of keys.
+ *
+ * With wait => false a claim must not wait for another open transaction.
+ * Its writes run in a subtransaction with lock_timeout at 1 ms; a lock
+ * timeout there means another transaction holds the key uncommitted, and
+ * the outcome is in_progress.
  *
  * Under READ COMMITTED every statement sees the latest committed rows, so
  * the loop always makes progress.  Under REPEATABLE READ and SERIALIZABLE
@@ -27,10 +34,13 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "idempotency.h"
@@ -80,16 +90,61 @@ OutcomeStat(const char *outcome)
 }
 
 /*
+ * Run one of a claim's writes; returns whether it changed a row.  With
+ * wait => false it runs in a subtransaction with lock_timeout at 1 ms, and
+ * a lock timeout sets *busy instead of raising: another open transaction
+ * holds the key.
+ */
+static bool
+ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, Datum *args, const char *argnulls,
+		   bool *busy)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool written = false;
+
+	*busy = false;
+	if (a->wait)
+		return IdemExecute(stmt, a->nspid, args, argnulls, false, 0) > 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		int			level = NewGUCNestLevel();
+
+		(void) set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		written = IdemExecute(stmt, a->nspid, args, argnulls, false, 0) > 0;
+		AtEOXact_GUC(true, level);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		*busy = true;
+	}
+	PG_END_TRY();
+	return written;
+}
+
+/*
  * Claim (scope, key) or find what is there, filling values/nulls in the
  * layout of idem_claim's result (desc).  The caller has checked the
  * arguments and is connected to SPI; pass-by-reference results are
  * allocated in callcxt.  Returns the outcome.
- *
- * With a->defer_insert (idem_execute, which always waits) the key's lock is
- * taken before the first read, and given back at once when the claim only
- * read; an absent key is not inserted: the outcome is "new" with no token,
- * the lock is kept, and the caller must insert the row itself (idem_execute
- * inserts it completed, once its statement has run).
  */
 const char *
 IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
@@ -100,25 +155,18 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 	text	   *key = a->key;
 	text	   *scope = a->scope;
 	bytea	   *hash = a->hash;
-	bool		locked = false;
-	bool		unlock_if_read = false;
 	const char *outcome = NULL;
+	bool		busy = false;
 	IdemRow		row;
 
 	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
 
-	if (a->defer_insert)
-	{
-		/* no claim can insert the key between our read and our insert */
-		unlock_if_read = (IdemLockKey(scope, key, true) == IDEM_LOCK_TAKEN);
-		locked = true;
-	}
-
-	for (int round = 0; outcome == NULL; round++)
+	for (int round = 0; outcome == NULL && !busy; round++)
 	{
 		Datum		args[8];
 		char		argnulls[8];
 		bool		expired;
+		bool		written;
 
 		CHECK_FOR_INTERRUPTS();
 		if (round >= CLAIM_MAX_ROUNDS)
@@ -195,31 +243,6 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 			/* failed and retryable, or lease ran out: take it over below */
 		}
 
-		/* Every write of a claim happens under the key's lock. */
-		if (!locked)
-		{
-			if (IdemLockKey(scope, key, a->wait) == IDEM_LOCK_BUSY)
-			{
-				outcome = "in_progress";
-				values[CLAIM_STATUS] = ProcessingStatus(desc);
-				nulls[CLAIM_STATUS] = false;
-				values[CLAIM_RETRY_AFTER] =
-					IntervalPGetDatum(IdemSecondsInterval(CLAIM_UNCOMMITTED_RETRY_SECONDS));
-				nulls[CLAIM_RETRY_AFTER] = false;
-				break;
-			}
-			locked = true;
-		}
-
-		/* idem_execute inserts an absent key itself, once its statement ran */
-		if (!row.found && a->defer_insert)
-		{
-			outcome = "new";
-			values[CLAIM_STATUS] = ProcessingStatus(desc);
-			nulls[CLAIM_STATUS] = false;
-			break;
-		}
-
 		memset(argnulls, ' ', sizeof(argnulls));
 		if (!row.found || expired)
 		{
@@ -229,17 +252,17 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 			args[4] = IntervalPGetDatum(a->lease);
 			args[5] = IntervalPGetDatum(a->retention);
 			if (!row.found)
-			{
-				if (IdemExecute(IDEM_STMT_INSERT, a->nspid, args, argnulls, false, 0) == 0)
-					continue;	/* a claim committed meanwhile: read it */
-			}
+				written = ClaimWrite(a, IDEM_STMT_INSERT, args, argnulls, &busy);
 			else
 			{
 				args[6] = Int64GetDatum(row.token);
 				args[7] = BoolGetDatum(reclaim);
-				if (IdemExecute(IDEM_STMT_RENEW, a->nspid, args, argnulls, false, 0) == 0)
-					continue;
+				written = ClaimWrite(a, IDEM_STMT_RENEW, args, argnulls, &busy);
 			}
+			if (busy)
+				break;
+			if (!written)
+				continue;		/* a claim committed meanwhile: read it */
 			outcome = "new";
 		}
 		else
@@ -249,7 +272,10 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 			args[4] = IntervalPGetDatum(a->lease);
 			args[5] = IntervalPGetDatum(a->retention);
 			args[6] = BoolGetDatum(reclaim);
-			if (IdemExecute(IDEM_STMT_TAKEOVER, a->nspid, args, NULL, false, 0) == 0)
+			written = ClaimWrite(a, IDEM_STMT_TAKEOVER, args, argnulls, &busy);
+			if (busy)
+				break;
+			if (!written)
 				continue;
 			outcome = "reclaimed";
 			if (row.recovery_point != NULL)
@@ -273,9 +299,16 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 		}
 	}
 
-	/* a claim that only read needs the lock no longer */
-	if (unlock_if_read && nulls[CLAIM_TOKEN] && strcmp(outcome, "new") != 0)
-		IdemUnlockKey(scope, key);
+	if (busy)
+	{
+		/* wait => false, and another open transaction holds the key */
+		outcome = "in_progress";
+		values[CLAIM_STATUS] = ProcessingStatus(desc);
+		nulls[CLAIM_STATUS] = false;
+		values[CLAIM_RETRY_AFTER] =
+			IntervalPGetDatum(IdemSecondsInterval(CLAIM_UNCOMMITTED_RETRY_SECONDS));
+		nulls[CLAIM_RETRY_AFTER] = false;
+	}
 
 	IdemStatsAdd(OutcomeStat(outcome), 1);
 	values[CLAIM_OUTCOME] = CStringGetTextDatum(outcome);
@@ -312,7 +345,6 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 	IdemCheckPositiveInterval(a->lease, "lease", a->key, a->scope);
 	IdemCheckPositiveInterval(a->retention, "retention", a->key, a->scope);
 	a->wait = wait;
-	a->defer_insert = false;
 
 	PreventCommandIfReadOnly(psprintf("%s()", fname));
 

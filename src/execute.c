@@ -10,10 +10,8 @@
  * claim found and runs nothing.  An error in the statement aborts the
  * statement, and the claim with it.
  *
- * A new key is inserted once, already completed, after the statement ran:
- * the claim takes the key's lock and reads again (claim.c, defer_insert),
- * so no other claim can insert it meanwhile.  That saves the UPDATE, the
- * second tuple version and its index entries that claim + complete cost.
+ * It is the explicit pattern (claim, statement, complete) done inside the
+ * server: the same statements, without the round trips between them.
  *
  * The caller's statement must resolve names as the caller wrote it, so this
  * function has no SET search_path clause; instead the extension's own
@@ -241,8 +239,8 @@ idem_execute(PG_FUNCTION_ARGS)
 	int			level;
 	SPIPlanPtr	plan;
 	Datum		response = (Datum) 0;
-	Datum		args[8];
-	char		argnulls[8];
+	Datum		args[6];
+	char		argnulls[6];
 
 	if (PG_ARGISNULL(4))
 		ereport(ERROR,
@@ -258,7 +256,6 @@ idem_execute(PG_FUNCTION_ARGS)
 
 	level = PinSearchPath();
 	IdemClaimArgsFrom(fcinfo, "idem_execute", 0, 1, 2, NULL, NULL, true, &a);
-	a.defer_insert = true;
 
 	SPI_connect();
 	outcome = IdemClaim(&a, desc, callcxt, values, nulls);
@@ -298,44 +295,21 @@ idem_execute(PG_FUNCTION_ARGS)
 		}
 	}
 
-	/* Record the result */
+	/* Record the result: complete the claim with its token */
 	level = PinSearchPath();
 	args[0] = PointerGetDatum(a.scope);
 	args[1] = PointerGetDatum(a.key);
+	args[2] = values[CLAIM_TOKEN];
+	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[4] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	args[5] = response;
 	memset(argnulls, ' ', sizeof(argnulls));
-	if (nulls[CLAIM_TOKEN])
-	{
-		/* absent key: insert it completed */
-		args[2] = a.hash ? PointerGetDatum(a.hash) : (Datum) 0;
-		argnulls[2] = a.hash ? ' ' : 'n';
-		args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
-		args[4] = IntervalPGetDatum(a.retention);
-		args[5] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
-		argnulls[5] = PG_ARGISNULL(3) ? 'n' : ' ';
-		args[6] = response;
-		argnulls[6] = response ? ' ' : 'n';
-		if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a.nspid, args, argnulls, false, 0) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("idempotency key was inserted concurrently"),
-					 IdemErrdetailKey(a.key, a.scope),
-					 errhint("Something wrote idempotency_keys without claiming the key. Retry the transaction.")));
-		values[CLAIM_TOKEN] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &nulls[CLAIM_TOKEN]);
-	}
-	else
-	{
-		/* reclaimed: complete the claim with its token */
-		args[2] = values[CLAIM_TOKEN];
-		args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
-		args[4] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
-		argnulls[4] = PG_ARGISNULL(3) ? 'n' : ' ';
-		args[5] = response;
-		argnulls[5] = response ? ' ' : 'n';
-		if (IdemExecute(IDEM_STMT_COMPLETE, a.nspid, args, argnulls, false, 0) == 0)
-			elog(ERROR, "claim of idempotency key vanished during idem_execute");
-	}
+	argnulls[4] = PG_ARGISNULL(3) ? 'n' : ' ';
+	argnulls[5] = response ? ' ' : 'n';
+	if (IdemExecute(IDEM_STMT_COMPLETE, a.nspid, args, argnulls, false, 0) == 0)
+		elog(ERROR, "claim of idempotency key vanished during idem_execute");
 	values[CLAIM_STATUS] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-										 SPI_tuptable->tupdesc->natts, &nulls[CLAIM_STATUS]);
+										 1, &nulls[CLAIM_STATUS]);
 	AtEOXact_GUC(true, level);
 	SPI_finish();
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);

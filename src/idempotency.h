@@ -53,7 +53,6 @@ typedef enum IdemStmt
 {
 	IDEM_STMT_SELECT,
 	IDEM_STMT_INSERT,
-	IDEM_STMT_INSERT_COMPLETED,
 	IDEM_STMT_TAKEOVER,
 	IDEM_STMT_RENEW,
 	IDEM_STMT_COMPLETE,
@@ -100,15 +99,6 @@ extern void IdemValidateKey(text *key, const char *what);
 extern char *IdemKeyForMessage(text *key);
 extern void IdemRememberClaim(text *scope, text *key, int64 token);
 extern bool IdemRecallClaim(text *scope, text *key, int64 *token);
-typedef enum IdemLockResult
-{
-	IDEM_LOCK_BUSY,				/* another transaction holds it (wait false) */
-	IDEM_LOCK_TAKEN,
-	IDEM_LOCK_ALREADY_HELD
-} IdemLockResult;
-
-extern IdemLockResult IdemLockKey(text *scope, text *key, bool wait);
-extern void IdemUnlockKey(text *scope, text *key);
 extern Interval *IdemSecondsInterval(int seconds);
 extern void IdemCheckPositiveInterval(Interval *iv, const char *what,
 									  text *key, text *scope);
@@ -136,7 +126,6 @@ typedef struct IdemClaimArgs
 	Interval   *lease;
 	Interval   *retention;
 	bool		wait;
-	bool		defer_insert;	/* lock first; absent key: leave the insert to the caller */
 	Oid			nspid;
 } IdemClaimArgs;
 

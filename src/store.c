@@ -12,22 +12,14 @@
  * schema-qualify every operator and function, so they mean the same thing
  * whatever the caller's search_path.
  *
- * Claims that write (insert a key, take one over) first take a transaction
- * lock on the key, in the advisory lock space with a field4 of our own so
- * it cannot collide with pg_advisory_lock() keys.  The lock is what lets
- * idem_claim(wait => false) tell at once that another open transaction is
- * claiming the same key, instead of waiting on its uncommitted row.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
-#include "common/hashfn.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -35,9 +27,6 @@
 
 #include "compat.h"
 #include "idempotency.h"
-
-/* locktag_field4 of our per-key locks ("ID"); SQL advisory locks use 1, 2 */
-#define IDEM_LOCK_FIELD4	0x4944
 
 /* One saved statement: its text (with %1$s for the schema) and arguments */
 typedef struct IdemStmtDef
@@ -72,17 +61,6 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 		" $4, $4, $4" PLUS "$5" PLUS "$6, $3)"
 		" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
 		6, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, INTERVALOID, INTERVALOID}
-	},
-	/*
-	 * idem_execute's new key, inserted once its statement has run: $4 now,
-	 * $5 retention, $6 response code, $7 response.
-	 */
-	[IDEM_STMT_INSERT_COMPLETED] = {
-		"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
-		" expires_at, request_hash, response_code, response)"
-		" VALUES ($1, $2, 'completed', " NEXTTOKEN ", $4, $4, $4" PLUS "$5, $3, $6, $7)"
-		" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
-		7, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, INTERVALOID, INT4OID, JSONBOID}
 	},
 	/*
 	 * Take over a failed-retryable key, or a processing one whose lease ran
@@ -420,55 +398,6 @@ IdemRecallClaim(text *scope, text *key, int64 *token)
 		}
 	}
 	return false;
-}
-
-/* The lock tag of (scope, key) */
-static void
-KeyLockTag(LOCKTAG *tag, text *scope, text *key)
-{
-	uint64		h;
-
-	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
-							VARSIZE_ANY_EXHDR(key), 0);
-	h = hash_combine64(h, hash_bytes_extended((const unsigned char *) VARDATA_ANY(scope),
-											  VARSIZE_ANY_EXHDR(scope), 0));
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
-						 IDEM_LOCK_FIELD4);
-}
-
-/*
- * Take this transaction's lock on (scope, key).  With wait false, returns
- * IDEM_LOCK_BUSY at once when another transaction holds it.
- * IDEM_LOCK_ALREADY_HELD means this transaction had it already.
- */
-IdemLockResult
-IdemLockKey(text *scope, text *key, bool wait)
-{
-	LOCKTAG		tag;
-
-	KeyLockTag(&tag, scope, key);
-	switch (LockAcquire(&tag, ExclusiveLock, false, !wait))
-	{
-		case LOCKACQUIRE_NOT_AVAIL:
-			return IDEM_LOCK_BUSY;
-		case LOCKACQUIRE_OK:
-			return IDEM_LOCK_TAKEN;
-		default:
-			return IDEM_LOCK_ALREADY_HELD;
-	}
-}
-
-/*
- * Give back a lock IdemLockKey took, before the end of the transaction:
- * for a claim that only read.
- */
-void
-IdemUnlockKey(text *scope, text *key)
-{
-	LOCKTAG		tag;
-
-	KeyLockTag(&tag, scope, key);
-	LockRelease(&tag, ExclusiveLock, false);
 }
 
 /* An interval of so many seconds */
