@@ -17,7 +17,9 @@ SELECT outcome FROM idem_claim('s3', NULL, 'stats');
 SELECT outcome FROM idem_claim('s3', NULL, 'stats');
 SELECT pg_sleep(0.05);
 SELECT outcome FROM idem_claim('s2', NULL, 'stats');
+\set VERBOSITY terse
 SELECT idem_fail('s2', 'stats', :t);
+\set VERBOSITY default
 SET idempotency.stale_policy = 'hold';
 SELECT outcome FROM idem_claim('s4', NULL, 'stats', lease => '1 ms');
 SELECT pg_sleep(0.01);
