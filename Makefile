@@ -30,3 +30,8 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # ---- test targets (used by test/run.sh; every suite also runs alone) ----
+.PHONY: test demo
+test:
+	bash test/run.sh
+demo:
+	bash test/demo.sh
