@@ -10,7 +10,8 @@ OBJS = \
 	src/hash.o \
 	src/expire.o \
 	src/stats.o \
-	src/execute.o
+	src/execute.o \
+	src/worker.o
 DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql idempotency--0.2.0.sql
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 

@@ -55,3 +55,8 @@ SET idempotency.stale_policy = 'hold';
 SET idempotency.lease = '1min';
 RESET ROLE;
 DROP ROLE idem_guc_user;
+
+-- the worker's settings are for the server configuration (SIGHUP)
+SET idempotency.worker_interval = '1s';
+SET idempotency.worker_batch_size = 10;
+SET idempotency.worker_databases = 'x';

@@ -77,6 +77,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	IdemStatsInit();
+	IdemWorkerInit();
 
 	IdemReserveGUCPrefix("idempotency");
 }
