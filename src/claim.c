@@ -326,20 +326,7 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 				  int requestarg, int scopearg, Interval *lease,
 				  Interval *retention, bool wait, IdemClaimArgs *a)
 {
-	if (PG_ARGISNULL(keyarg))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("idempotency key must not be null")));
-	a->key = PG_GETARG_TEXT_PP(keyarg);
-	if (PG_ARGISNULL(scopearg))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("idempotency scope must not be null"),
-				 errdetail("Key \"%s\".", IdemKeyForMessage(a->key)),
-				 errhint("The default scope is the empty string.")));
-	a->scope = PG_GETARG_TEXT_PP(scopearg);
-	IdemValidateKey(a->key, "key");
-	IdemValidateKey(a->scope, "scope");
+	IdemGetKeyArgs(fcinfo, keyarg, scopearg, &a->key, &a->scope);
 	a->lease = lease ? lease : IdemSecondsInterval(idem_lease_seconds);
 	a->retention = retention ? retention : IdemSecondsInterval(idem_retention_seconds);
 	IdemCheckPositiveInterval(a->lease, "lease", a->key, a->scope);

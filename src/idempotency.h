@@ -96,6 +96,8 @@ extern int	IdemExecute(IdemStmt stmt, Oid nspid, Datum *values,
 						const char *nulls, bool read_only, long count);
 extern void IdemReadRow(IdemRow *row, MemoryContext mcxt);
 extern void IdemValidateKey(text *key, const char *what);
+extern void IdemGetKeyArgs(FunctionCallInfo fcinfo, int keyarg, int scopearg,
+						   text **key, text **scope);
 extern char *IdemKeyForMessage(text *key);
 extern void IdemRememberClaim(text *scope, text *key, int64 token);
 extern bool IdemRecallClaim(text *scope, text *key, int64 *token);

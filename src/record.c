@@ -53,20 +53,7 @@ GetKey(FunctionCallInfo fcinfo, const char *fname, int keyarg, int scopearg,
 	   KeyCall *call)
 {
 	call->fname = fname;
-	if (PG_ARGISNULL(keyarg))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("idempotency key must not be null")));
-	call->key = PG_GETARG_TEXT_PP(keyarg);
-	if (PG_ARGISNULL(scopearg))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("idempotency scope must not be null"),
-				 errdetail("Key \"%s\".", IdemKeyForMessage(call->key)),
-				 errhint("The default scope is the empty string.")));
-	call->scope = PG_GETARG_TEXT_PP(scopearg);
-	IdemValidateKey(call->key, "key");
-	IdemValidateKey(call->scope, "scope");
+	IdemGetKeyArgs(fcinfo, keyarg, scopearg, &call->key, &call->scope);
 	/* a set-returning function's fn_extra belongs to funcapi */
 	call->nspid = fcinfo->flinfo->fn_retset ?
 		get_func_namespace(fcinfo->flinfo->fn_oid) : IdemNamespaceOf(fcinfo);

@@ -332,6 +332,30 @@ IdemValidateKey(text *value, const char *what)
 }
 
 /*
+ * Read and check the key and scope arguments of a call: not NULL, and
+ * valid (IdemValidateKey).
+ */
+void
+IdemGetKeyArgs(FunctionCallInfo fcinfo, int keyarg, int scopearg,
+			   text **key, text **scope)
+{
+	if (PG_ARGISNULL(keyarg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("idempotency key must not be null")));
+	*key = PG_GETARG_TEXT_PP(keyarg);
+	if (PG_ARGISNULL(scopearg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("idempotency scope must not be null"),
+				 errdetail("Key \"%s\".", IdemKeyForMessage(*key)),
+				 errhint("The default scope is the empty string.")));
+	*scope = PG_GETARG_TEXT_PP(scopearg);
+	IdemValidateKey(*key, "key");
+	IdemValidateKey(*scope, "scope");
+}
+
+/*
  * A key or scope as a C string for error messages.  Validated keys hold no
  * control characters, so they print as they are.
  */
