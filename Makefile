@@ -30,6 +30,12 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Out-of-tree (VPATH) builds, as pg_buildext makes them for the Debian
+# package, need the object directory.
+ifdef VPATH
+$(shell mkdir -p src)
+endif
+
 # ---- test targets (used by test/run.sh; every suite also runs alone) ----
 .PHONY: test demo
 test:

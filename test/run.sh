@@ -8,6 +8,7 @@
 #   isolation  pg_isolation_regress over test/specs (test/expected)
 #   pgtap      pg_prove over test/pgtap/*.sql, a fresh database per file
 #   tap        prove over test/t/*.pl (PostgreSQL::Test::Cluster)
+#   package    test/deb.sh: build the .deb with pg_buildext, install it, use it
 # Each test file counts once.  Ends with one line "N passed, N failed" and
 # exits non-zero when anything failed or nothing ran.
 set -uo pipefail
@@ -121,5 +122,13 @@ for f in test/t/*.pl; do
 	fi
 done
 [ "$n" -gt 0 ] || fail "tap (no tests)"
+
+say "package"
+if bash test/deb.sh >"$WORK/package.log" 2>&1; then
+	pass "package/postgresql-$PG_MAJOR-idempotency (dpkg-buildpackage, dpkg -i, use)"
+else
+	fail "package/postgresql-$PG_MAJOR-idempotency"
+	cat "$WORK/package.log"
+fi
 
 finish

@@ -10,7 +10,8 @@ PG_CFLAGS_STRICT="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare"
 # fmgr conventions (PG_FUNCTION_ARGS) trip these; everything else is an error.
 
 PACKAGES="make gcc postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
-postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl perl"
+postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl perl
+debhelper postgresql-server-dev-all dpkg-dev fakeroot"
 
 say() { printf '\n== %s\n' "$*"; }
 

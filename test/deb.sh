@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# test/deb.sh: build the Debian package postgresql-15-idempotency with
+# dpkg-buildpackage (debian/, pg_buildext), install it with dpkg, and use the
+# installed extension on a throwaway server.  Run by test/run.sh (as root,
+# packages installed, extension built); exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. test/lib/common.sh
+
+BUILD=$(mktemp -d /tmp/idempotency-deb.XXXXXX)
+trap 'stop_server "${WORK:-/nonexistent}/data"; rm -rf "$BUILD" "${WORK:-}"' EXIT
+mkdir "$BUILD/src"
+tar --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' --exclude=tmp_check \
+	--exclude=results --exclude=output_iso -cf - . | tar -C "$BUILD/src" -xf -
+(cd "$BUILD/src" && dpkg-buildpackage -us -uc -b) >"$BUILD/build.log" 2>&1 ||
+	{ tail -n 40 "$BUILD/build.log"; exit 1; }
+deb=$(ls "$BUILD"/postgresql-"$PG_MAJOR"-idempotency_*.deb | head -n 1)
+echo "built $(basename "$deb")"
+dpkg -i "$deb" >/dev/null
+dpkg -S "/usr/lib/postgresql/$PG_MAJOR/lib/idempotency.so" | grep -q "postgresql-$PG_MAJOR-idempotency"
+echo "installed: $(dpkg-query -W -f='${Package} ${Version} ${Status}' postgresql-15-idempotency)"
+
+make_workdir
+PORT=$(free_port 59432)
+start_server "$WORK/data" "$PORT"
+out=$(as_postgres psql -X -q -At -h "$WORK" -p "$PORT" -d postgres -v ON_ERROR_STOP=1 \
+	-c "CREATE EXTENSION idempotency" \
+	-c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'" \
+	-c "BEGIN" -c "SELECT outcome FROM idem_claim('deb', '{\"a\": 1}')" \
+	-c "SELECT idem_complete('deb', 201, '{\"ok\": true}')" -c "COMMIT" \
+	-c "SELECT outcome || ' ' || response FROM idem_claim('deb', '{\"a\": 1}')" \
+	-c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'idempotency launcher'")
+echo "$out"
+[ "$out" = "$(printf '0.2.0\nnew\n\nreplay {"ok": true}\n1')" ]
