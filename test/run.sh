@@ -8,6 +8,7 @@
 #   isolation  pg_isolation_regress over test/specs (test/expected)
 #   pgtap      pg_prove over test/pgtap/*.sql, a fresh database per file
 #   tap        prove over test/t/*.pl (PostgreSQL::Test::Cluster)
+#   http       examples/http: the Node.js service over HTTP (node --test)
 #   package    test/deb.sh: build the .deb with pg_buildext, install it, use it
 # Each test file counts once.  Ends with one line "N passed, N failed" and
 # exits non-zero when anything failed or nothing ran.
@@ -35,6 +36,7 @@ cleanup()
 {
 	[ -n "${WORK:-}" ] || return 0
 	stop_server "$WORK/pgtap_data"
+	stop_server "$WORK/http_data"
 	# servers of an interrupted pg_regress / TAP run
 	for pid in $(pgrep -u postgres -f "postgres -D $WORK" 2>/dev/null); do
 		kill -QUIT "$pid" 2>/dev/null
@@ -122,6 +124,23 @@ for f in test/t/*.pl; do
 	fi
 done
 [ "$n" -gt 0 ] || fail "tap (no tests)"
+
+say "http"
+# examples/http: the Node.js payments service, driven over HTTP by node --test
+command -v node >/dev/null && command -v npm >/dev/null ||
+	apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+HTTP_PORT=$(free_port 55532)
+start_server "$WORK/http_data" "$HTTP_PORT"
+as_postgres psql -X -q -h "$WORK" -p "$HTTP_PORT" -d postgres -c "CREATE DATABASE http"
+if (cd "$WORK/examples/http" && npm ci --no-audit --no-fund >"$WORK/npm.log" 2>&1 &&
+	PGHOST=127.0.0.1 PGPORT="$HTTP_PORT" PGUSER=postgres PGDATABASE=http \
+	node --test test/) >"$WORK/http.log" 2>&1; then
+	pass "http/examples/http (node --test: $(grep -c '^ok ' "$WORK/http.log") cases)"
+else
+	fail "http/examples/http"
+	cat "$WORK/npm.log" "$WORK/http.log"
+fi
+stop_server "$WORK/http_data"
 
 say "package"
 if bash test/deb.sh >"$WORK/package.log" 2>&1; then
