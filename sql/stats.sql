@@ -44,3 +44,12 @@ SELECT count(*) FROM idempotency_stats;
 SELECT idem_stats_reset();
 RESET ROLE;
 DROP ROLE stats_app;
+
+-- the postgres_exporter query in README.md runs and returns one row
+SELECT count(*) AS rows FROM (
+    SELECT claims_new, claims_replay, claims_in_progress, claims_reclaimed, claims_stale,
+           request_mismatches, completes, fails, stale_tokens, leases_expired, rows_deleted,
+           worker_errors, processing_keys, stale_processing_keys,
+           coalesce(extract(epoch FROM oldest_processing_age), 0) AS oldest_processing_seconds,
+           table_bytes
+    FROM idempotency_stats) q;
