@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * store.c
- *	  Access to idempotency_keys: saved SPI plans, argument checks, the
- *	  per-key claim lock and the list of claims made by this transaction.
+ *	  Access to idempotency_keys: saved SPI plans, argument checks and the
+ *	  list of claims made by this transaction.
  *
  * The table is reached only through SQL, never by heap or index calls on
  * its OID, so that the extension also works where idempotency_keys is a
