@@ -7,11 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/lib/common.sh
 
-BUILD=$(mktemp -d /tmp/idempotency-deb.XXXXXX)
+BUILD=$(mktemp -d "${IDEM_TMP:-/tmp}/idempotency-deb.XXXXXX")
 trap 'stop_server "${WORK:-/nonexistent}/data"; rm -rf "$BUILD" "${WORK:-}"' EXIT
 mkdir "$BUILD/src"
-tar --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' --exclude=tmp_check \
-	--exclude=results --exclude=output_iso -cf - . | tar -C "$BUILD/src" -xf -
+tar --exclude=./.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' --exclude='tmp_check*' \
+	--exclude=results --exclude=output_iso --exclude=node_modules -cf - . | tar -C "$BUILD/src" -xf -
 (cd "$BUILD/src" && dpkg-buildpackage -us -uc -b) >"$BUILD/build.log" 2>&1 ||
 	{ tail -n 40 "$BUILD/build.log"; exit 1; }
 deb=$(ls "$BUILD"/postgresql-"$PG_MAJOR"-idempotency_*.deb | head -n 1)

@@ -1,27 +1,37 @@
 #!/usr/bin/env bash
 # The test command: bash test/run.sh
 #
-# On a fresh Debian bookworm machine, as root: installs the packages the
-# suites need, builds the extension with warnings as errors, installs it,
-# and runs every suite on throwaway servers as the postgres OS user:
-#   regress    pg_regress over sql/ (expected/)
-#   isolation  pg_isolation_regress over test/specs (test/expected)
+# On a fresh Debian bookworm machine, as root (re-runs are fine): installs
+# the Debian packages the suites need (apt-get update only when one is
+# missing), builds the extension with warnings as errors, installs it, copies
+# the tree to a temporary directory the postgres OS user owns, and runs every
+# suite there on throwaway servers as that user:
+#   regress    make installcheck's pg_regress over sql/ (expected/)
+#   isolation  make installcheck's pg_isolation_regress over test/specs
 #   pgtap      pg_prove over test/pgtap/*.sql, a fresh database per file
-#   tap        prove over test/t/*.pl (PostgreSQL::Test::Cluster)
+#   tap        prove over test/t/*.pl (PostgreSQL::Test::Cluster), one file
+#              at a time, with the environment PGXS's prove_installcheck sets
 #   http       examples/http: the Node.js service over HTTP (node --test)
 #   package    test/deb.sh: build the .deb with pg_buildext, install it, use it
-# Each test file counts once.  Ends with one line "N passed, N failed" and
-# exits non-zero when anything failed or nothing ran.
-set -uo pipefail
+# Every test file counts once (a .sql, a .spec, a .pl, a node test file, the
+# package) and prints one line; failures print their diffs or log tails.
+# Ends with exactly one line "N passed, N failed" and exits non-zero when
+# anything failed, a suite could not run, or nothing ran.  Every server it
+# started is stopped on the way out, also after a failure or an interrupt.
+# KEEP_WORKDIR=1 keeps the temporary directory for a post-mortem.
+set -uo pipefail # not -e: a failing suite is counted and the run goes on
 cd "$(dirname "$0")/.." || exit 2
 . test/lib/common.sh
 
 PASSED=0
 FAILED=0
 FAILURES=""
+CHILD=""
+WORK=""
 
 pass() { PASSED=$((PASSED + 1)); printf '  ok      %s\n' "$1"; }
 fail() { FAILED=$((FAILED + 1)); FAILURES="$FAILURES $1"; printf '  FAILED  %s\n' "$1"; }
+note() { printf '  (%s)\n' "$*"; }
 
 finish()
 {
@@ -34,120 +44,208 @@ finish()
 
 cleanup()
 {
-	[ -n "${WORK:-}" ] || return 0
-	stop_server "$WORK/pgtap_data"
-	stop_server "$WORK/http_data"
-	# servers of an interrupted pg_regress / TAP run
-	for pid in $(pgrep -u postgres -f "postgres -D $WORK" 2>/dev/null); do
-		kill -QUIT "$pid" 2>/dev/null
-	done
-	[ "${KEEP_WORKDIR:-}" = 1 ] || rm -rf "$WORK"
+	# the suite that was running when we were interrupted, with its children
+	[ -n "$CHILD" ] && kill -TERM -- "-$CHILD" 2>/dev/null
+	if [ -n "$WORK" ]; then
+		# every server started under $WORK: pg_ctl's, pg_regress's, the TAP
+		# nodes, test/deb.sh's
+		kill_servers_under "$WORK"
+		if [ "${KEEP_WORKDIR:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
+	fi
+	[ -n "$CHILD" ] && kill -KILL -- "-$CHILD" 2>/dev/null
+	CHILD=""
+	WORK=""
+}
+
+# Interrupted: stop everything, then count the interruption as a failure.
+interrupted()
+{
+	trap - INT TERM
+	echo
+	cleanup
+	fail "run (interrupted by SIG$1)"
+	finish
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'interrupted INT' INT
+trap 'interrupted TERM' TERM
 
-install_packages || { fail "install packages"; finish; }
-if ! build_and_install; then
-	fail "build with $PG_CFLAGS_STRICT"
-	finish
-fi
-make_workdir
+# Run a command in its own session with its output in a log file, so that
+# an interrupt reaches this script at once (wait returns) and cleanup can end
+# the command's whole process group.  Returns the command's status.
+run_logged()
+{
+	local log=$1 rc
+	shift
+	setsid "$@" >"$log" 2>&1 </dev/null &
+	CHILD=$!
+	wait "$CHILD"
+	rc=$?
+	CHILD=""
+	return $rc
+}
 
-# Count the "test NAME ... ok|FAILED" lines of a pg_regress-style run.
+# Print the last lines of the files given that exist.
+tail_logs()
+{
+	local f
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		echo "--- $f (last 40 lines)"
+		tail -n 40 "$f"
+	done
+}
+
+# Count the "test NAME ... ok|FAILED" lines of a pg_regress-style log.
 count_regress()
 {
-	local suite=$1 out=$2 n=0
+	local suite=$1 log=$2 n=0 name result
 	while read -r name result; do
 		n=$((n + 1))
 		if [ "$result" = ok ]; then pass "$suite/$name"; else fail "$suite/$name"; fi
-	done < <(sed -nE 's/^(test |     )?([A-Za-z0-9_]+) +\.\.\. +(ok|FAILED|failed).*/\2 \3/p' "$out")
+	done < <(sed -nE 's/^(test +| +)?([A-Za-z0-9_-]+) +\.\.\. +(ok|FAILED|failed)\b.*/\2 \3/p' "$log")
 	[ "$n" -gt 0 ] || fail "$suite (did not run)"
 }
 
-make_var() { make -s --no-print-directory -f Makefile -f - <<<"print: ; @echo \$($1)" print 2>/dev/null; }
-
-say "regress"
-(cd "$WORK" && as_postgres "$PGXS_DIR/src/test/regress/pg_regress" \
-	--bindir="$PG_BIN" --inputdir=. --temp-instance=./tmp_check \
-	--temp-config=test/regress.conf $(make_var REGRESS)) >"$WORK/regress.log" 2>&1
-count_regress regress "$WORK/regress.log"
-[ -f "$WORK/regression.diffs" ] && cat "$WORK/regression.diffs"
-
-say "isolation"
-(cd "$WORK" && as_postgres "$PGXS_DIR/src/test/isolation/pg_isolation_regress" \
-	--bindir="$PG_BIN" --inputdir=test --outputdir=test/output_iso \
-	--temp-instance=./tmp_check_iso --temp-config=test/regress.conf \
-	--load-extension=idempotency $(make_var ISOLATION)) >"$WORK/isolation.log" 2>&1
-count_regress isolation "$WORK/isolation.log"
-[ -f "$WORK/test/output_iso/regression.diffs" ] && cat "$WORK/test/output_iso/regression.diffs"
-
-say "pgtap"
-PGTAP_PORT=$(free_port 55432)
-start_server "$WORK/pgtap_data" "$PGTAP_PORT"
-n=0
-for f in test/pgtap/*.sql; do
-	[ -e "$f" ] || continue
-	n=$((n + 1))
-	db="tap_$n"
-	as_postgres psql -X -q -h "$WORK" -p "$PGTAP_PORT" -d postgres -c "CREATE DATABASE $db" &&
-		as_postgres psql -X -q -h "$WORK" -p "$PGTAP_PORT" -d "$db" \
-			-c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION idempotency" >/dev/null
-	if (cd "$WORK" && as_postgres pg_prove -h "$WORK" -p "$PGTAP_PORT" -d "$db" "$f") >"$WORK/pgtap_$n.log" 2>&1; then
-		pass "pgtap/$(basename "$f")"
-	else
-		fail "pgtap/$(basename "$f")"
-		cat "$WORK/pgtap_$n.log"
+# One pg_regress suite through PGXS's installcheck, with the Makefile's own
+# REGRESS/ISOLATION lists and options (--temp-instance, --temp-config).
+# $1: suite name, $2: the make variable to blank out so only this suite runs,
+# $3: where its regression.diffs lands, relative to $WORK.
+run_installcheck()
+{
+	local suite=$1 other=$2 diffs=$WORK/$3 rc
+	run_logged "$WORK/$suite.log" \
+		runuser -u postgres -- env PATH="$PG_BIN:$PATH" TMPDIR="$WORK/tmp" \
+		make -C "$WORK" --no-print-directory PG_CONFIG="$PG_BIN/pg_config" "$other=" installcheck
+	rc=$?
+	count_regress "$suite" "$WORK/$suite.log"
+	if [ -f "$diffs" ]; then
+		cat "$diffs"
+	elif [ "$rc" -ne 0 ]; then
+		fail "$suite (pg_regress exited $rc)"
+		tail_logs "$WORK/$suite.log" "$WORK"/tmp_check*/log/postmaster.log
 	fi
-done
-[ "$n" -gt 0 ] || fail "pgtap (no tests)"
+}
+
+echo "idempotency test run: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores"
+START=$SECONDS
+install_packages || { fail "install packages"; finish; }
+build_and_install || { fail "build with $PG_CFLAGS_STRICT"; finish; }
+make_workdir
+export IDEM_TMP=$WORK # test/deb.sh puts its files under ours
+
+say "regress (pg_regress, sql/)"
+run_installcheck regress ISOLATION regression.diffs
+
+say "isolation (pg_isolation_regress, test/specs/)"
+run_installcheck isolation REGRESS test/output_iso/regression.diffs
+
+say "pgtap (pg_prove, test/pgtap/)"
+n=0
+PGTAP_PORT=$(free_port 55432)
+if ! start_server "$WORK/pgtap_data" "$PGTAP_PORT"; then
+	fail "pgtap (server did not start)"
+else
+	for f in test/pgtap/*.sql; do
+		[ -e "$f" ] || continue
+		n=$((n + 1))
+		name=$(basename "$f" .sql)
+		# a fresh database per file: files cannot depend on each other
+		if as_postgres psql -X -q -h "$WORK" -p "$PGTAP_PORT" -d postgres -v ON_ERROR_STOP=1 \
+			-c "CREATE DATABASE \"tap_$name\"" >"$WORK/pgtap_$name.log" 2>&1 &&
+			as_postgres psql -X -q -h "$WORK" -p "$PGTAP_PORT" -d "tap_$name" -v ON_ERROR_STOP=1 \
+				-c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION idempotency" >>"$WORK/pgtap_$name.log" 2>&1 &&
+			run_logged "$WORK/pgtap_$name.run" runuser -u postgres -- env -C "$WORK" \
+				PATH="$PG_BIN:$PATH" pg_prove -h "$WORK" -p "$PGTAP_PORT" -d "tap_$name" "$f"; then
+			pass "pgtap/$name"
+		else
+			fail "pgtap/$name"
+			cat "$WORK/pgtap_$name.log" "$WORK/pgtap_$name.run" 2>/dev/null
+		fi
+	done
+	[ "$n" -gt 0 ] || note "no test/pgtap/*.sql: suite skipped"
+fi
 stop_server "$WORK/pgtap_data"
 
-say "tap"
+say "tap (prove, test/t/)"
 n=0
 for f in test/t/*.pl; do
 	[ -e "$f" ] || continue
 	n=$((n + 1))
 	name=$(basename "$f" .pl)
-	as_postgres mkdir -p "$WORK/tap_$name"
-	if (cd "$WORK" && as_postgres env TESTDIR="$WORK/tap_$name" \
-		PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
-		prove -I "$PGXS_DIR/src/test/perl" -I "$WORK/test/t" "$f") >"$WORK/tap_$name.log" 2>&1; then
+	dir=$WORK/tap/$name
+	as_postgres mkdir -p "$dir/tmp_check"
+	# as PGXS's prove_installcheck: TESTDIR, PATH, PGPORT, PG_REGRESS, -I flags
+	if run_logged "$dir.log" runuser -u postgres -- env -C "$WORK" \
+		PATH="$PG_BIN:$WORK:$PATH" TMPDIR="$WORK/tmp" TESTDIR="$dir" PGPORT=65432 \
+		PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" PG_TEST_PORT_DIR="$WORK/tmp" \
+		prove -I "$PGXS_DIR/src/test/perl/" -I . -I test/t "$f"; then
 		pass "tap/$name"
 	else
 		fail "tap/$name"
-		cat "$WORK/tap_$name.log"
-		for log in "$WORK/tap_$name"/tmp_check/log/*; do
-			[ -f "$log" ] || continue
-			echo "--- $log (last 40 lines)"
-			tail -n 40 "$log"
-		done
+		cat "$dir.log"
+		tail_logs "$dir"/tmp_check/log/*
 	fi
 done
-[ "$n" -gt 0 ] || fail "tap (no tests)"
+[ "$n" -gt 0 ] || note "no test/t/*.pl: suite skipped"
 
-say "http"
-# examples/http: the Node.js payments service, driven over HTTP by node --test
-command -v node >/dev/null && command -v npm >/dev/null ||
-	apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
-HTTP_PORT=$(free_port 55532)
-start_server "$WORK/http_data" "$HTTP_PORT"
-as_postgres psql -X -q -h "$WORK" -p "$HTTP_PORT" -d postgres -c "CREATE DATABASE http"
-if (cd "$WORK/examples/http" && npm ci --no-audit --no-fund >"$WORK/npm.log" 2>&1 &&
-	PGHOST=127.0.0.1 PGPORT="$HTTP_PORT" PGUSER=postgres PGDATABASE=http \
-	node --test test/) >"$WORK/http.log" 2>&1; then
-	pass "http/examples/http (node --test: $(grep -c '^ok ' "$WORK/http.log") cases)"
+# examples/http needs Node.js and the pg and express modules, and must work
+# offline (CI reaches only the Debian mirrors): node_modules already in the
+# tree, or npm's cache (npm ci --offline), or else Debian's nodejs, node-pg
+# and node-express.  Sets HTTP_MODULES to where they came from.
+http_modules()
+{
+	local dir=$WORK/examples/http
+	if [ -d "$dir/node_modules/pg" ] && [ -d "$dir/node_modules/express" ]; then
+		HTTP_MODULES="examples/http/node_modules"
+	elif command -v npm >/dev/null &&
+		(cd "$dir" && npm ci --offline --no-audit --no-fund) >"$WORK/npm.log" 2>&1; then
+		HTTP_MODULES="npm ci --offline"
+	else
+		rm -rf "$dir/node_modules"
+		apt_install nodejs node-pg node-express || return 1
+		NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs:/usr/lib/$(gcc -print-multiarch)/nodejs
+		export NODE_PATH
+		HTTP_MODULES="Debian's node-pg and node-express"
+	fi
+}
+
+say "http (examples/http, node --test)"
+if [ -d examples/http/test ]; then
+	HTTP_PORT=$(free_port 55532)
+	if ! http_modules; then
+		fail "http (could not get Node.js and its modules)"
+		tail_logs "$WORK/npm.log"
+	elif ! start_server "$WORK/http_data" "$HTTP_PORT" ||
+		! as_postgres psql -X -q -h "$WORK" -p "$HTTP_PORT" -d postgres -c "CREATE DATABASE http"; then
+		fail "http (server did not start)"
+	else
+		note "node $(node --version), modules: $HTTP_MODULES"
+		for f in examples/http/test/*.js; do
+			name=$(basename "$f" .js)
+			if run_logged "$WORK/http_$name.log" env -C "$WORK/examples/http" \
+				PGHOST=127.0.0.1 PGPORT="$HTTP_PORT" PGUSER=postgres PGDATABASE=http \
+				node --test "test/$name.js"; then
+				pass "http/$name ($(grep -c '^ok ' "$WORK/http_$name.log") cases)"
+			else
+				fail "http/$name"
+				cat "$WORK/http_$name.log"
+			fi
+		done
+	fi
+	stop_server "$WORK/http_data"
 else
-	fail "http/examples/http"
-	cat "$WORK/npm.log" "$WORK/http.log"
+	note "no examples/http/test: suite skipped"
 fi
-stop_server "$WORK/http_data"
 
-say "package"
-if bash test/deb.sh >"$WORK/package.log" 2>&1; then
-	pass "package/postgresql-$PG_MAJOR-idempotency (dpkg-buildpackage, dpkg -i, use)"
+say "package (test/deb.sh)"
+if run_logged "$WORK/package.log" bash test/deb.sh; then
+	pass "package/postgresql-$PG_MAJOR-idempotency ($(grep -m1 '^built' "$WORK/package.log"))"
 else
 	fail "package/postgresql-$PG_MAJOR-idempotency"
 	cat "$WORK/package.log"
 fi
 
+echo
+echo "took $((SECONDS - START)) s"
 finish

@@ -1,35 +1,69 @@
-# test/lib/common.sh: what test/run.sh and test/demo.sh share.  Source it
-# from the repository root.  Runs as root on Debian bookworm; PostgreSQL
-# itself runs as the postgres OS user, which initdb and pg_regress require.
+# shellcheck shell=bash disable=SC2034
+# test/lib/common.sh: what test/run.sh, test/demo.sh, test/deb.sh and
+# bench/run.sh share.  Source it from the repository root.  They run as root
+# on Debian bookworm; PostgreSQL itself runs as the postgres OS user, because
+# initdb, pg_ctl and pg_regress refuse to run as root.
 
 PG_MAJOR=15
 PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
 PGXS_DIR=/usr/lib/postgresql/$PG_MAJOR/lib/pgxs
-PG_CFLAGS_STRICT="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare"
-# -Wno-unused-parameter, -Wno-sign-compare: PostgreSQL's own headers and
-# fmgr conventions (PG_FUNCTION_ARGS) trip these; everything else is an error.
 
-PACKAGES="make gcc postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
-postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl perl
-debhelper postgresql-server-dev-all dpkg-dev fakeroot"
+# -Wno-unused-parameter: PostgreSQL 15's own headers trip it (static inline
+# functions in lib/ilist.h and storage/bufpage.h ignore a parameter), and so
+# does every PG_FUNCTION_ARGS function that reads none.  -Wno-sign-compare:
+# the headers are clean of it; it is waived for the extension's own code
+# (VARSIZE_ANY_EXHDR and friends yield size_t compared with int lengths).
+# Every other -Wall -Wextra warning is an error.
+PG_CFLAGS_STRICT="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare"
+
+# Debian bookworm package names (checked with dpkg -L / apt-cache):
+#   postgresql-15          server, initdb, pg_ctl, contrib modules (amcheck,
+#                          pgcrypto, ...) and pgbench; there is no
+#                          postgresql-contrib-15 in bookworm
+#   postgresql-client-15   psql, pg_dump, pg_basebackup, and PGXS's
+#                          pg_regress, pg_isolation_regress, isolationtester
+#                          and the PostgreSQL::Test::* Perl modules
+#   postgresql-server-dev-15  server headers, pg_config, PGXS makefiles
+#   postgresql-15-pgtap    the pgtap extension; libtap-parser-sourcehandler-
+#                          pgtap-perl: pg_prove
+#   libipc-run-perl        IPC::Run, needed by PostgreSQL::Test::Utils
+#   build-essential debhelper postgresql-server-dev-all fakeroot: test/deb.sh
+#                          (dpkg-buildpackage insists on build-essential)
+#   procps                 pgrep/ps (absent from minimal images)
+PACKAGES="make gcc libc6-dev perl procps postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR
+postgresql-server-dev-$PG_MAJOR postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl
+libipc-run-perl build-essential debhelper postgresql-server-dev-all fakeroot"
+
+# The same results whatever the caller's environment: UTF-8 (the expected
+# outputs contain non-ASCII text), no stray libpq settings.
+export LANG=C.UTF-8 LC_ALL=C.UTF-8
+unset LANGUAGE
+for _v in $(env | sed -n 's/^\(PG[A-Z]*\)=.*/\1/p'); do unset "$_v"; done
+unset _v
 
 say() { printf '\n== %s\n' "$*"; }
 
-# Install the Debian packages that are missing (apt-get update only then).
-install_packages()
+# Install the Debian packages given (default: $PACKAGES) that are missing;
+# runs apt-get update only when something is missing.
+apt_install()
 {
-	local missing=""
-	for p in $PACKAGES; do
+	local missing="" p
+	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 	done
-	if [ -n "$missing" ]; then
-		say "installing:$missing"
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq
-		# shellcheck disable=SC2086
-		apt-get install -y -qq --no-install-recommends $missing >/dev/null
-	fi
-	# Debian's postgresql-common may start a default cluster; tests use their own.
+	[ -n "$missing" ] || return 0
+	say "installing:$missing"
+	export DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes
+	apt-get update -qq || return 1
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing </dev/null >/dev/null
+}
+
+install_packages()
+{
+	# shellcheck disable=SC2086
+	apt_install $PACKAGES || return 1
+	# The tests run their own servers; Debian's default cluster is not used.
 	id postgres >/dev/null 2>&1 || { echo "no postgres OS user after install" >&2; return 1; }
 }
 
@@ -37,27 +71,35 @@ install_packages()
 build_and_install()
 {
 	say "build (PG_CFLAGS=$PG_CFLAGS_STRICT) and install"
-	make -s clean >/dev/null
-	make -s PG_CONFIG="$PG_BIN/pg_config" PG_CFLAGS="$PG_CFLAGS_STRICT" &&
+	make -s PG_CONFIG="$PG_BIN/pg_config" clean >/dev/null &&
+		make -s PG_CONFIG="$PG_BIN/pg_config" PG_CFLAGS="$PG_CFLAGS_STRICT" &&
 		make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
 }
 
-# A copy of the tree the postgres user owns, for servers and test outputs.
+# A copy of the tree that the postgres user owns, for servers and test
+# outputs: WORK.  Created under $IDEM_TMP when set (test/run.sh sets it so
+# that everything its child scripts start lives under its own directory).
 make_workdir()
 {
-	WORK=$(mktemp -d /tmp/idempotency-test.XXXXXX)
-	tar --exclude=.git -cf - . | tar -C "$WORK" -xf -
+	WORK=$(mktemp -d "${IDEM_TMP:-/tmp}/idempotency-test.XXXXXX")
+	tar --exclude=./.git --exclude=./results --exclude='./regression.*' \
+		--exclude='./tmp_check*' --exclude=./log --exclude=./test/output_iso \
+		--exclude=./test/results --exclude=./test/tmp_check -cf - . | tar -C "$WORK" -xf -
+	mkdir "$WORK/tmp"
 	chown -R postgres:postgres "$WORK"
 	chmod 755 "$WORK"
 }
 
-# Run a command as the postgres user with PostgreSQL's tools first on PATH.
+# Run a command as the postgres user, PostgreSQL's tools first on PATH and
+# temporary files in the work directory.
 as_postgres()
 {
-	runuser -u postgres -- env PATH="$PG_BIN:$PATH" "$@"
+	local tmp=/tmp
+	[ -n "${WORK:-}" ] && [ -d "$WORK/tmp" ] && tmp=$WORK/tmp
+	runuser -u postgres -- env PATH="$PG_BIN:$PATH" TMPDIR="$tmp" "$@"
 }
 
-# A free TCP port on loopback.
+# A free TCP port on loopback, starting at $1.
 free_port()
 {
 	local port=$1
@@ -71,7 +113,7 @@ free_port()
 start_server()
 {
 	local data=$1 port=$2
-	as_postgres initdb -D "$data" -A trust --no-sync >/dev/null
+	as_postgres initdb -D "$data" -A trust --no-sync >/dev/null || return 1
 	cat >>"$data/postgresql.conf" <<CONF
 port = $port
 listen_addresses = '127.0.0.1'
@@ -79,12 +121,40 @@ unix_socket_directories = '$WORK'
 shared_preload_libraries = 'idempotency'
 fsync = on
 CONF
-	as_postgres pg_ctl -D "$data" -l "$data/server.log" -w start >/dev/null
+	as_postgres pg_ctl -D "$data" -l "$data/server.log" -w start >/dev/null ||
+		{ tail -n 20 "$data/server.log" >&2; return 1; }
 }
 
 stop_server()
 {
 	local data=$1
 	[ -f "$data/postmaster.pid" ] && as_postgres pg_ctl -D "$data" -m fast -w stop >/dev/null 2>&1
+	return 0
+}
+
+# Stop every PostgreSQL server whose data directory lies under $1, however
+# it was started (pg_ctl, pg_regress --temp-instance, PostgreSQL::Test::
+# Cluster): immediate shutdown (SIGQUIT) of each postmaster found through
+# its postmaster.pid, then wait for them to exit.
+kill_servers_under()
+{
+	local dir=$1 pidfile pid pids="" alive
+	[ -d "$dir" ] || return 0
+	while IFS= read -r pidfile; do
+		pid=$(head -n 1 "$pidfile" 2>/dev/null)
+		case $pid in '' | *[!0-9]*) continue ;; esac
+		[ "$(ps -o user= -p "$pid" 2>/dev/null)" = postgres ] || continue
+		kill -QUIT "$pid" 2>/dev/null && pids="$pids $pid"
+	done < <(find "$dir" -name postmaster.pid 2>/dev/null)
+	for _ in $(seq 50); do
+		alive=""
+		for pid in $pids; do
+			kill -0 "$pid" 2>/dev/null && alive="$alive $pid"
+		done
+		pids=$alive
+		[ -z "$pids" ] && return 0
+		sleep 0.2
+	done
+	for pid in $pids; do kill -KILL "$pid" 2>/dev/null; done
 	return 0
 }
