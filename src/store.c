@@ -41,13 +41,15 @@ typedef struct IdemStmtDef
 #define EQ		" OPERATOR(pg_catalog.=) "
 #define NE		" OPERATOR(pg_catalog.<>) "
 #define LE		" OPERATOR(pg_catalog.<=) "
+#define GT		" OPERATOR(pg_catalog.>) "
 #define PLUS	" OPERATOR(pg_catalog.+) "
 #define MINUS	" OPERATOR(pg_catalog.-) "
 #define WHERE_KEY	" WHERE scope" EQ "$1 AND key" EQ "$2"
 
 static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	[IDEM_STMT_SELECT] = {
-		"SELECT status, CASE status WHEN 'processing' THEN 0 WHEN 'completed' THEN 1 ELSE 2 END,"
+		"SELECT status, CASE WHEN status" EQ "'processing' THEN 0"
+		" WHEN status" EQ "'completed' THEN 1 ELSE 2 END,"
 		" request_hash, response_code, response, token, locked_until,"
 		" recovery_point, retryable, expires_at"
 		" FROM " KEYS WHERE_KEY,
@@ -71,7 +73,7 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 		"UPDATE " KEYS " SET status = 'processing', token = " NEXTTOKEN ","
 		" locked_until = $4" PLUS "$5, expires_at = $4" PLUS "$5" PLUS "$6,"
 		" retryable = true, response_code = NULL, response = NULL, updated_at = $4"
-		WHERE_KEY " AND token" EQ "$3 AND expires_at > $4"
+		WHERE_KEY " AND token" EQ "$3 AND expires_at" GT "$4"
 		" AND ((status" EQ "'failed' AND retryable)"
 		" OR ($7 AND status" EQ "'processing' AND locked_until" LE "$4))"
 		" RETURNING token, status, recovery_point",
