@@ -1,112 +1,445 @@
 #!/usr/bin/env bash
-# bench/run.sh: the benchmark.  One command, one throwaway server, every variant.
+# bench/run.sh: the benchmark.  One command, one throwaway PostgreSQL 15 and
+# one throwaway Redis, every variant driven by the same C driver
+# (bench/driver.c: libpq + hiredis, one connection per client thread, no
+# pipelining, per-request latency).  Run as root on Debian bookworm:
 #
-#   bash bench/run.sh            (CLIENTS=8 RUN_SECONDS=8 ROUNDS=3)
+#   bash bench/run.sh            default: 3 alternating rounds x 8 s per variant (~9 min)
+#   bash bench/run.sh --quick    1 round x 4 s (~2.5 min; for a look, not for the README)
+#   bash bench/run.sh --check    contention mode only, 2 s each: exactly-once, no timing (for tests)
+#   bash bench/run.sh --scale    claim latency with 100,000 vs 10,000,000 keys (~10 min, ~8 GB in /tmp;
+#                                SMALL=... LARGE=... to change the sizes)
+#   options: --rounds N --seconds S --clients N --no-build (use the installed extension)
+#            --no-save (do not write bench/results/)
 #
-# Starts PostgreSQL 15 as the postgres OS user (fsync on, synchronous_commit
-# on, shared_preload_libraries = idempotency, loopback TCP), then runs each
-# variant with pgbench (-M prepared, CLIENTS clients) for RUN_SECONDS, ROUNDS
-# times in alternating order, and prints the median throughput, p50/p99
-# latency, WAL bytes per request, and the ratio to the floor (a plain INSERT
-# into an indexed payments table) from the same run:
-#   new keys:   floor, INSERT ... ON CONFLICT DO NOTHING, PL/pgSQL reference
-#               (5 round trips), idem_claim + INSERT + idem_complete (5 round
-#               trips), idem_execute (1 round trip)
-#   replays:    PL/pgSQL reference, idem_claim, idem_execute (1 round trip each)
-#   contention: idem_execute with all clients racing 4 keys; then checks
-#               exactly-once: one payment per key, each key's response naming it.
-# The Redis design of the seeds is not in this run: pgbench cannot drive it,
-# and a fair comparison needs a second driver (left for later).
+# Variants (ratios are to the floor, per round, median over rounds):
+#   floor        plain INSERT into an indexed payments table, autocommit, 1 round trip
+#   on_conflict  INSERT ... ON CONFLICT DO NOTHING on a unique key column (no
+#                request check, no stored response), 1 round trip
+#   plpgsql      bench/plpgsql_reference.sql: BEGIN; ref_claim; INSERT;
+#                ref_complete; COMMIT (5); replays: ref_claim (1)
+#   redis        the seeds' design: SET lock NX PX 10000; INSERT; SET response
+#                EX 86400 (3); replays: GET response (1)
+#   claim        BEGIN; idem_claim; INSERT; idem_complete; COMMIT (5);
+#                replays: idem_claim (1, read-only)
+#   execute      idem_execute(key, request, scope, 201, 'INSERT ...', args) (1)
+# Modes: new (fresh keys), replay (duplicates of completed keys), contention
+# (8 clients race 4 live keys, each key changing after 50 requests; ends with
+# an exactly-once check: one payment per key, every answer naming it).
+#
+# Prints a results table (Markdown) with the machine and settings, and saves
+# it to bench/results/<date>[-quick|-scale].txt.  Exits non-zero if any
+# request failed or an exactly-once check failed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. test/lib/common.sh
-CLIENTS=${CLIENTS:-8}
-RUN_SECONDS=${RUN_SECONDS:-8}
-ROUNDS=${ROUNDS:-3}
 
-install_packages
-build_and_install
-make_workdir
-PORT=$(free_port 58432)
-trap 'stop_server "$WORK/data"; rm -rf "$WORK"' EXIT
-start_server "$WORK/data" "$PORT"
-echo "synchronous_commit = on" >>"$WORK/data/postgresql.conf"
-echo "idempotency.worker_databases = ''" >>"$WORK/data/postgresql.conf"
-as_postgres pg_ctl -D "$WORK/data" reload >/dev/null
-sql() { as_postgres psql -X -q -At -h 127.0.0.1 -p "$PORT" -d postgres -v ON_ERROR_STOP=1 "$@"; }
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PG_BIN=/usr/lib/postgresql/15/bin
+CLIENTS=8
+ROUNDS=3
+RUN_SECONDS=8
+WARMUP=1
+REPLAY_KEYS=100000
+STORAGE_KEYS=50000
+SMALL=${SMALL:-100000}
+LARGE=${LARGE:-10000000}
+WHAT=default
+BUILD=1
+SAVE=1
 
-sql -c "CREATE EXTENSION idempotency" \
-	-c "CREATE TABLE payments (id bigserial PRIMARY KEY, order_id text NOT NULL, amount int NOT NULL)" \
-	-c "CREATE INDEX ON payments (order_id)" \
-	-c "CREATE TABLE payments_uk (id bigserial PRIMARY KEY, key text NOT NULL UNIQUE, amount int NOT NULL)" \
-	-c "CREATE TABLE payments_c (id bigserial PRIMARY KEY, key text NOT NULL, amount int NOT NULL)" \
-	-f bench/plpgsql_reference.sql
-# 10,000 completed keys to replay, for the reference and for the extension
-sql -c "SELECT count(*) FROM generate_series(1, 10000) i, ref_claim('r' || i, '{\"order\": \"A1\", \"amount\": 100}')" \
-	-c "SELECT count(*) FROM generate_series(1, 10000) i, ref_complete('r' || i, 201, jsonb_build_object('payment_id', i))" \
-	-c "SELECT count(*) FROM generate_series(1, 10000) i,
-	    idem_execute('r' || i, '{\"order\": \"A1\", \"amount\": 100}', 'replay', 201, 'SELECT \$1::int AS payment_id', i)" \
-	-c "VACUUM ANALYZE" >/dev/null
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) WHAT=quick ROUNDS=1 RUN_SECONDS=4 STORAGE_KEYS=20000 ;;
+	--check) WHAT=check ROUNDS=1 RUN_SECONDS=2 SAVE=0 ;;
+	--scale) WHAT=scale RUN_SECONDS=10 ;;
+	--rounds) ROUNDS=$2; shift ;;
+	--seconds) RUN_SECONDS=$2; shift ;;
+	--clients) CLIENTS=$2; shift ;;
+	--no-build) BUILD=0 ;;
+	--no-save) SAVE=0 ;;
+	-h | --help) usage 0 ;;
+	*) echo "unknown option: $1" >&2; usage 2 ;;
+	esac
+	shift
+done
+[ "$(id -u)" = 0 ] || { echo "run as root (PostgreSQL and Redis run as their own OS users)" >&2; exit 2; }
 
-# one run of a variant: "tps p50_ms p99_ms wal_bytes_per_request"
-run_variant()
+export LANG=C.UTF-8 LC_ALL=C.UTF-8
+for v in $(env | sed -n 's/^\(PG[A-Z]*\)=.*/\1/p'); do unset "$v"; done
+
+log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
+commas() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }   # 12345 -> 12,345
+
+# --- packages: only the missing ones, only then apt-get update
+PACKAGES="gcc make libc6-dev procps postgresql-15 postgresql-client-15 postgresql-server-dev-15 libpq-dev
+redis-server libhiredis-dev"
+missing=""
+for p in $PACKAGES; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	log "installing:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing </dev/null >/dev/null
+fi
+
+# --- work directory; everything the run starts is stopped on exit
+WORK=$(mktemp -d /tmp/idempotency-bench.XXXXXX)
+chmod 755 "$WORK"
+PGDATA_DIR=$WORK/data
+REDIS_PID=""
+cleanup()
 {
-	local script=$1 dir="$WORK/log_$1_$RANDOM" lsn0 lsn1 out
-	mkdir -p "$dir" && chown postgres "$dir"
-	lsn0=$(sql -c "SELECT pg_current_wal_lsn()")
-	out=$(cd "$dir" && as_postgres pgbench -n -M prepared -h 127.0.0.1 -p "$PORT" -c "$CLIENTS" -j 2 \
-		-T "$RUN_SECONDS" -l -f "$WORK/bench/scripts/$script.sql" postgres 2>&1)
-	lsn1=$(sql -c "SELECT pg_current_wal_lsn()")
-	local tps n wal
-	tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
-	n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
-	wal=$(sql -c "SELECT round(pg_wal_lsn_diff('$lsn1', '$lsn0') / greatest($n, 1))")
-	# per-transaction latency (microseconds) is the third field of pgbench's log
-	cat "$dir"/pgbench_log.* | awk '{print $3}' | sort -n | awk -v tps="$tps" -v wal="$wal" '
-		{ a[NR] = $1 } END { printf "%s %.2f %.2f %s\n", tps, a[int(NR * 0.50)] / 1000, a[int(NR * 0.99)] / 1000, wal }'
-	rm -rf "$dir"
+	local rc=$?
+	if [ -f "$PGDATA_DIR/postmaster.pid" ]; then
+		runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null 2>&1 || true
+	fi
+	if [ -n "$REDIS_PID" ] && kill -0 "$REDIS_PID" 2>/dev/null; then
+		kill "$REDIS_PID" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$REDIS_PID" 2>/dev/null || break; sleep 0.1; done
+	fi
+	if [ "$rc" != 0 ] && [ -f "$PGDATA_DIR/server.log" ]; then
+		echo "--- last lines of the server log:" >&2
+		tail -n 15 "$PGDATA_DIR/server.log" >&2
+	fi
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port()
+{
+	local port=$1
+	while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+	echo "$port"
 }
 
-VARIANTS="floor on_conflict plpgsql_new claim_new execute_new plpgsql_replay claim_replay execute_replay"
-declare -A results
-for round in $(seq 1 "$ROUNDS"); do
-	say "round $round of $ROUNDS"
-	order=$VARIANTS
-	[ $((round % 2)) -eq 0 ] && order=$(tr ' ' '\n' <<<"$VARIANTS" | tac | tr '\n' ' ')
-	for v in $order; do
-		r=$(run_variant "$v")
-		echo "  $v: $r"
-		results[$v]="${results[$v]:-}$r"$'\n'
+# --- build and install the extension from a private copy of the tree (the
+# repository's own build products are left alone), and the driver
+if [ "$BUILD" = 1 ]; then
+	log "build (-Wall -Wextra -Werror) and install the extension"
+	mkdir "$WORK/build"
+	(cd "$ROOT" && tar --exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+		--exclude=./bench/results --exclude=./results --exclude=./tmp_check --exclude=./test \
+		--exclude=./examples --exclude=./debian -cf - .) | tar -C "$WORK/build" -xf -
+	make -s -C "$WORK/build" PG_CONFIG="$PG_BIN/pg_config" \
+		PG_CFLAGS="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare" >/dev/null
+	make -s -C "$WORK/build" PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
+fi
+log "build the driver"
+gcc -O2 -Wall -Wextra -Werror -pthread -I"$("$PG_BIN/pg_config" --includedir)" \
+	"$ROOT/bench/driver.c" -o "$WORK/driver" -lpq -lhiredis
+
+# --- PostgreSQL: as the postgres OS user, 127.0.0.1 only, durable commits
+PORT=$(free_port 55432)
+mkdir "$PGDATA_DIR" && chown postgres:postgres "$PGDATA_DIR" && chmod 700 "$PGDATA_DIR"
+runuser -u postgres -- "$PG_BIN/initdb" -D "$PGDATA_DIR" -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
+cat >>"$PGDATA_DIR/postgresql.conf" <<CONF
+port = $PORT
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$WORK'
+shared_preload_libraries = 'idempotency'
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+shared_buffers = 1GB
+# no checkpoint inside a measurement: WAL per request is the records
+# themselves (full-page images after a checkpoint come on top)
+max_wal_size = 20GB
+checkpoint_timeout = 1h
+CONF
+chown postgres:postgres "$WORK"   # the socket directory
+runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PGDATA_DIR/server.log" -w start >/dev/null
+sql() { runuser -u postgres -- "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" "$@"; }
+CONNINFO="host=127.0.0.1 port=$PORT dbname=postgres user=app"
+
+# --- Redis (not for --scale): Debian's redis-server as the redis OS user,
+# 127.0.0.1 and a private port, no config file, so Redis's built-in
+# persistence defaults: RDB snapshots (save 3600 1 300 100 60 10000), no AOF
+if [ "$WHAT" != scale ]; then
+	RPORT=$(free_port 56379)
+	mkdir "$WORK/redis" && chown redis:redis "$WORK/redis"
+	setpriv --reuid=redis --regid=redis --init-groups redis-server --port "$RPORT" --bind 127.0.0.1 \
+		--dir "$WORK/redis" --logfile "$WORK/redis/redis.log" --daemonize no &
+	REDIS_PID=$!
+	for _ in $(seq 50); do
+		redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break
+		sleep 0.1
 	done
+	redis-cli -p "$RPORT" ping >/dev/null
+fi
+
+# key_of(i): the pre-completed keys the driver replays (same formula as key_of() in driver.c)
+KEY_OF="lpad(to_hex((i::bigint * 2654435761) % 4294967296), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(i), 12, '0')"
+REQ_OF="jsonb_build_object('order_id', $KEY_OF, 'amount', 3000, 'currency', 'TWD')"
+
+# the service's role: idempotency_app, owner of its payments tables
+sql -d postgres -c "CREATE EXTENSION idempotency" -c "CREATE ROLE app LOGIN IN ROLE idempotency_app" >/dev/null
+schema()   # $1: database
+{
+	runuser -u postgres -- "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U app -d "$1" \
+		-c "CREATE TABLE payments (id bigserial PRIMARY KEY, order_id text NOT NULL, amount int NOT NULL,
+		        created_at timestamptz NOT NULL DEFAULT now())" \
+		-c "CREATE INDEX payments_order_id_idx ON payments (order_id)" \
+		-c "CREATE TABLE payments_uk (id bigserial PRIMARY KEY, order_id text NOT NULL UNIQUE, amount int NOT NULL,
+		        created_at timestamptz NOT NULL DEFAULT now())" \
+		-f "$ROOT/bench/plpgsql_reference.sql" >/dev/null
+}
+sql -d postgres -c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
+schema postgres
+
+fill_keys()   # $1 $2: completed keys key_of($1) .. key_of($2) in idempotency_keys, as a completed claim leaves them
+{
+	sql -d postgres -c "INSERT INTO idempotency_keys (scope, key, status, response_code, token, created_at, updated_at,
+	        expires_at, request_hash, response)
+	    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('idempotency_token_seq'), now(), now(),
+	        now() + interval '24 h', idem_request_hash($REQ_OF), jsonb_build_object('id', i)
+	    FROM generate_series($1, $2) i"
+}
+
+driver() { "$WORK/driver" --pg "$CONNINFO" --clients "$CLIENTS" --server-pids "$(head -n 1 "$PGDATA_DIR/postmaster.pid"),$REDIS_PID" "$@"; }
+
+machine()
+{
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) RAM, Linux $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "PostgreSQL: $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1); $(sql -d postgres -F ', ' -c "SELECT 'fsync = ' || current_setting('fsync'), 'synchronous_commit = ' || current_setting('synchronous_commit'), 'full_page_writes = ' || current_setting('full_page_writes'), 'wal_level = ' || current_setting('wal_level'), 'shared_buffers = ' || current_setting('shared_buffers'), 'max_wal_size = ' || current_setting('max_wal_size'), 'checkpoint_timeout = ' || current_setting('checkpoint_timeout')"), autovacuum on, extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'") preloaded with its expiry worker"
+	[ "$WHAT" != scale ] && echo "Redis: $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), 127.0.0.1, persistence defaults (RDB snapshots, no AOF: a SET is acknowledged before it reaches the disk)"
+	echo "driver: bench/driver.c, $CLIENTS clients (threads, one connection each) over loopback TCP, prepared statements, no pipelining"
+}
+
+# ============================================================ --scale
+if [ "$WHAT" = scale ]; then
+	OUT=$WORK/report.txt
+	measure_scale()   # $1 keys: rounds of idem_claim replay and idem_execute new
+	{
+		local n=$1 r
+		driver --variant claim --mode replay --keys "$n" --seconds 2 --warmup 1 >/dev/null
+		driver --variant execute --mode new --seconds 2 --warmup 1 >/dev/null
+		for r in $(seq "$ROUNDS"); do
+			driver --variant claim --mode replay --keys "$n" --seconds "$RUN_SECONDS" --warmup "$WARMUP" | sed -n "s/^RESULT /$n /p"
+			driver --variant execute --mode new --seconds "$RUN_SECONDS" --warmup "$WARMUP" | sed -n "s/^RESULT /$n /p"
+		done
+	}
+	log "$SMALL completed keys"
+	fill_keys 1 "$SMALL" >/dev/null
+	sql -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
+	small_size=$(sql -d postgres -c "SELECT pg_size_pretty(pg_total_relation_size('idempotency_keys'))")
+	measure_scale "$SMALL" >"$WORK/scale.txt"
+	log "growing to $LARGE completed keys"
+	t0=$(date +%s)
+	step=1000000
+	for ((from = SMALL + 1; from <= LARGE; from += step)); do
+		to=$((from + step - 1)); [ "$to" -gt "$LARGE" ] && to=$LARGE
+		fill_keys "$from" "$to" >/dev/null
+		log "  $to keys, $(( $(date +%s) - t0 )) s"
+	done
+	t1=$(date +%s)
+	sql -d postgres -c "VACUUM ANALYZE idempotency_keys" -c CHECKPOINT
+	t2=$(date +%s)
+	large_size=$(sql -d postgres -c "SELECT pg_size_pretty(pg_total_relation_size('idempotency_keys'))")
+	measure_scale "$LARGE" >>"$WORK/scale.txt"
+	{
+		echo "# bench/run.sh --scale"
+		machine
+		echo "fill: $(commas $((LARGE - SMALL))) completed keys by INSERT ... SELECT generate_series in $((t1 - t0)) s, VACUUM ANALYZE $((t2 - t1)) s; idempotency_keys $small_size at $(commas "$SMALL") keys, $large_size at $(commas "$LARGE") keys"
+		echo "each figure: median of $ROUNDS runs of ${RUN_SECONDS} s after a warm-up; replays pick keys uniformly among all keys in the table; new keys are random UUIDs"
+		echo
+		echo "| keys in table | pattern | tps | p50 ms | p99 ms | p99 vs $(commas "$SMALL") keys | other load (cores) |"
+		echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"
+		for v in "claim replay" "execute new"; do
+			for n in "$SMALL" "$LARGE"; do
+				awk -v n="$n" -v v="$v" '$1 == n && ($2 " " $3) == v' "$WORK/scale.txt" >"$WORK/sel.txt"
+				med() { awk -v c="$1" '{print $c}' "$WORK/sel.txt" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+				p99=$(med 7)
+				[ "$n" = "$SMALL" ] && base=$p99
+				label="idem_claim, replay (1 round trip)"; [ "$v" = "execute new" ] && label="idem_execute, new key (1 round trip)"
+				printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$(commas "$n")" "$label" "$(commas "$(med 5)")" \
+					"$(med 6)" "$p99" "$(awk -v a="$p99" -v b="$base" 'BEGIN {printf "%.2fx", a / b}')" "$(med 16)"
+			done
+		done
+		echo
+		echo "failed requests: $(awk '{s += $9} END {print s + 0}' "$WORK/scale.txt")"
+		echo
+		echo "raw runs (keys variant mode requests tps p50_ms p99_ms wal_bytes_per_req errors check new replay 409 server_cpu_us client_cpu_us other_cores):"
+		sed 's/^/  /' "$WORK/scale.txt"
+	} | tee "$OUT"
+	if [ "$SAVE" = 1 ]; then
+		mkdir -p "$ROOT/bench/results"
+		cp "$OUT" "$ROOT/bench/results/$(date -u +%Y-%m-%d)-scale.txt"
+		log "saved bench/results/$(date -u +%Y-%m-%d)-scale.txt"
+	fi
+	[ "$(awk '{s += $9} END {print s + 0}' "$WORK/scale.txt")" = 0 ]
+	exit
+fi
+
+# ============================================================ default, --quick, --check
+if [ "$WHAT" != check ]; then
+	log "load $REPLAY_KEYS completed keys for replays (idempotency_keys, ref_keys, Redis)"
+	fill_keys 1 "$REPLAY_KEYS" >/dev/null
+	sql -d postgres -c "INSERT INTO ref_keys (scope, key, status, response_code, token, created_at, updated_at,
+	        expires_at, request_hash, response)
+	    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('ref_token_seq'), now(), now(),
+	        now() + interval '24 h', sha256(convert_to(($REQ_OF)::text, 'UTF8')), jsonb_build_object('id', i)
+	    FROM generate_series(1, $REPLAY_KEYS) i" >/dev/null
+	"$WORK/driver" --redis "127.0.0.1:$RPORT" --fill-redis "$REPLAY_KEYS"
+
+	# storage: keys written through the functions, one at a time, each with
+	# a 100-byte response, in a database of their own
+	log "storage: $STORAGE_KEYS keys through idem_claim / idem_complete and through the PL/pgSQL reference"
+	sql -d postgres -c "CREATE DATABASE storage OWNER app" >/dev/null
+	sql -d storage -c "CREATE EXTENSION idempotency" >/dev/null
+	schema storage
+	storage_fill()   # $1: claim function, $2: complete function
+	{
+		runuser -u postgres -- "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U app -d storage -c "
+		DO \$\$
+		DECLARE
+		    k text; resp jsonb;
+		BEGIN
+		    FOR i IN 1..$STORAGE_KEYS LOOP
+		        k := $KEY_OF;
+		        resp := jsonb_build_object('payment_id', i, 'status', 'succeeded', 'amount', 3000, 'currency', 'TWD');
+		        resp := resp || jsonb_build_object('pad', repeat('x', 100 - length(resp::text) - 11));
+		        IF length(resp::text) <> 100 THEN RAISE 'response is % bytes', length(resp::text); END IF;
+		        PERFORM $1(k, $REQ_OF, 'merchant-42');
+		        PERFORM $2(k, 201, resp, 'merchant-42');
+		        IF i % 1000 = 0 THEN COMMIT; END IF;   -- keys commit in small batches, as traffic would
+		    END LOOP;
+		END \$\$"
+	}
+	storage_fill idem_claim idem_complete
+	storage_fill ref_claim ref_complete
+	sql -d storage -c "VACUUM ANALYZE"
+	storage_bytes() { sql -d storage -c "SELECT round(pg_total_relation_size('$1') / $STORAGE_KEYS::numeric)"; }
+	STORE_EXT=$(storage_bytes idempotency_keys)
+	STORE_REF=$(storage_bytes ref_keys)
+	STORE_EXT_HEAP=$(sql -d storage -c "SELECT round(pg_relation_size('idempotency_keys') / $STORAGE_KEYS::numeric)")
+	sql -d storage -c "VACUUM FULL idempotency_keys" -c "VACUUM FULL ref_keys"
+	STORE_EXT_FULL=$(storage_bytes idempotency_keys)
+	STORE_REF_FULL=$(storage_bytes ref_keys)
+	sql -d postgres -c "DROP DATABASE storage"
+fi
+sql -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
+
+# what runs, in order: variant:mode
+if [ "$WHAT" = check ]; then
+	RUNS="on_conflict:contention plpgsql:contention redis:contention claim:contention execute:contention"
+else
+	RUNS="floor:new on_conflict:new plpgsql:new redis:new claim:new execute:new
+	      plpgsql:replay redis:replay claim:replay execute:replay
+	      on_conflict:contention plpgsql:contention redis:contention claim:contention execute:contention"
+fi
+RAW=$WORK/raw.txt
+: >"$RAW"
+one_run()   # $1 variant:mode, $2 round ("w" for warm-up), $3 seconds, $4 warm-up seconds
+{
+	local v=${1%%:*} m=${1#*:} out
+	out=$(driver --redis "127.0.0.1:${RPORT:-0}" --variant "$v" --mode "$m" --keys "$REPLAY_KEYS" \
+		--tag "c$2$v" --seconds "$3" --warmup "$4" 2>&1) || true
+	if ! grep -q '^RESULT ' <<<"$out"; then   # the driver itself failed
+		out="ERROR driver: $(tr '\n' ' ' <<<"$out")
+RESULT $v $m 0 0 0 0 0 1 FAILED 0 0 0 0 0 0"
+	fi
+	if [ "$2" != w ]; then
+		sed -n "s/^RESULT /$2 /p" <<<"$out" >>"$RAW"
+		sed -n "s/^CHECK /$2 $v: /p; s/^ERROR /$2 $v $m: ERROR /p" <<<"$out" >>"$WORK/notes.txt"
+	fi
+	sed -n 's/^RESULT //p; s/^CHECK /    exactly-once /p; s/^ERROR /    ERROR /p' <<<"$out" | sed 's/^/   /' >&2
+}
+: >"$WORK/notes.txt"
+if [ "$WHAT" != check ]; then
+	log "warm-up: every variant once, 2 s"
+	for r in $RUNS; do one_run "$r" w 2 0 2>/dev/null; done
+fi
+# each round: the floor, every other run (in reverse order every second
+# round), the floor again; a variant's ratio is to the mean of its round's floors
+others=$(tr -s ' \n\t' '\n' <<<"$RUNS" | grep . | grep -v '^floor:' | tr '\n' ' ')
+for round in $(seq "$ROUNDS"); do
+	order=$others
+	[ $((round % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$others" | grep . | tac | tr '\n' ' ')
+	log "round $round of $ROUNDS (${RUN_SECONDS} s each)"
+	if [ "$WHAT" != check ]; then one_run floor:new "$round" "$RUN_SECONDS" "$WARMUP"; fi
+	for r in $order; do one_run "$r" "$round" "$RUN_SECONDS" "$WARMUP"; done
+	if [ "$WHAT" != check ]; then one_run floor:new "$round" "$RUN_SECONDS" "$WARMUP"; fi
 done
 
-say "contention: $CLIENTS clients race 4 keys with idem_execute"
-c=$(run_variant execute_contention)
-check=$(sql -c "SELECT
-	(SELECT count(*) FROM (SELECT key FROM payments_c GROUP BY key HAVING count(*) > 1) d) || ' ' ||
-	(SELECT count(*) FROM idempotency_keys k WHERE k.scope = 'contention' AND NOT EXISTS
-	   (SELECT FROM payments_c p WHERE p.key = k.key AND p.id = (k.response->>'payment_id')::bigint)) || ' ' ||
-	(SELECT count(*) FROM payments_c) || ' ' ||
-	(SELECT count(*) FROM idempotency_keys WHERE scope = 'contention')")
-read -r dup orphan npay nkeys <<<"$check"
-exactly_once=FAILED
-[ "$dup" = 0 ] && [ "$orphan" = 0 ] && [ "$npay" = "$nkeys" ] && exactly_once=held
+# ------------------------------------------------------------ report
+# RAW: round variant mode requests tps p50 p99 wal errors check new replay 409 server_cpu client_cpu other_cores
+median() { sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print "-"}'; }
+col() { awk -v v="$1" -v m="$2" -v c="$3" '$2 == v && $3 == m {print $c}' "$RAW" | median; }
+ratio() {   # per round: tps / mean floor tps of that round; median over rounds
+	[ "$1" = floor ] && { echo 1; return; }
+	awk -v v="$1" -v m="$2" '$2 == "floor" {fs[$1] += $5; fn[$1]++} $2 == v && $3 == m {t[$1] = $5}
+		END {for (r in t) if (fs[r] > 0) print t[r] / (fs[r] / fn[r])}' "$RAW" | median
+}
+label()
+{
+	case $1:$2 in
+	floor:new) echo "floor: INSERT into payments, autocommit (1 round trip)" ;;
+	on_conflict:new) echo "INSERT ... ON CONFLICT DO NOTHING: no request check, no stored response (1)" ;;
+	on_conflict:contention) echo "INSERT ... ON CONFLICT DO NOTHING: duplicates get no response (1)" ;;
+	plpgsql:new) echo "PL/pgSQL reference: BEGIN, ref_claim, INSERT, ref_complete, COMMIT (5)" ;;
+	plpgsql:replay) echo "PL/pgSQL reference: ref_claim (1)" ;;
+	plpgsql:contention) echo "PL/pgSQL reference (new 5, duplicate 3: BEGIN, ref_claim, COMMIT)" ;;
+	redis:new) echo "Redis: SET NX PX lock, INSERT, SET EX response (3)" ;;
+	redis:replay) echo "Redis: GET response, no request check (1)" ;;
+	redis:contention) echo "Redis (new 3; duplicate SET NX + GET, 409 and retry after 1 ms while locked)" ;;
+	claim:new) echo "extension: BEGIN, idem_claim, INSERT, idem_complete, COMMIT (5)" ;;
+	claim:replay) echo "extension: idem_claim, request hash checked (1)" ;;
+	claim:contention) echo "extension: idem_claim pattern (new 5, duplicate 3)" ;;
+	execute:new) echo "extension: idem_execute (1)" ;;
+	execute:replay) echo "extension: idem_execute, request hash checked (1)" ;;
+	execute:contention) echo "extension: idem_execute (1)" ;;
+	esac
+}
+OUT=$WORK/report.txt
+{
+	case $WHAT in
+	check) echo "# bench/run.sh --check: exactly-once in contention mode ($RUN_SECONDS s per variant; no timing claims)" ;;
+	quick) echo "# bench/run.sh --quick ($ROUNDS round x $RUN_SECONDS s: indicative only)" ;;
+	*) echo "# bench/run.sh" ;;
+	esac
+	machine
+	[ "$WHAT" != check ] && echo "each run: ${WARMUP} s warm-up, then ${RUN_SECONDS} s measured; $ROUNDS round(s) after a 2 s warm-up pass, each round the floor, the other runs (order reversed every second round), the floor again; figures are medians over rounds (the floor's over all its runs); ratio = tps / mean floor tps of the same round, median over rounds"
+	echo "WAL: pg_current_wal_insert_lsn() difference over the measured window / requests (all of the server's WAL in that window)"
+	echo "CPU: server = PostgreSQL's and Redis's processes (from /proc, over the measured window), client = the driver's own (the application side of each round trip); per request. Other load: cores busy with anything else on the machine meanwhile (of $(nproc)): the noise"
+	echo
+	echo "| variant (round trips) | mode | tps | ratio to floor | p50 ms | p99 ms | WAL bytes / request | server CPU µs / request | client CPU µs / request | other load (cores) |"
+	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+	for r in $RUNS; do
+		v=${r%%:*} m=${r#*:}
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$v" "$m")" "$m" \
+			"$(commas "$(col "$v" "$m" 5)")" \
+			"$( [ "$WHAT" = check ] && echo - || printf '%.2f' "$(ratio "$v" "$m")")" \
+			"$(col "$v" "$m" 6 | awk '{printf "%.2f", $1}')" "$(col "$v" "$m" 7 | awk '{printf "%.2f", $1}')" \
+			"$(commas "$(col "$v" "$m" 8)")" "$(col "$v" "$m" 14)" "$(col "$v" "$m" 15)" "$(col "$v" "$m" 16)"
+	done
+	echo
+	echo "contention: 8 clients race 4 live keys, each key changing after 50 requests; exactly-once checked after every run:"
+	sed -n 's/^\([0-9]*\) \([a-z_]*\): /  round \1, \2: /p' "$WORK/notes.txt"
+	awk '$2 == "redis" && $3 == "contention" {printf "  Redis 409 answers (locked, no response yet; retried after 1 ms): %d in round %s\n", $13, $1}' "$RAW"
+	echo "failed requests: $(awk '{s += $9} END {print s + 0}' "$RAW")"
+	grep ' ERROR ' "$WORK/notes.txt" | sed 's/^/  /' || true
+	if [ "$WHAT" != check ]; then
+		fwal=$(col floor new 8)
+		echo
+		echo "WAL per new key: idem_execute $(col execute new 8) bytes = $(awk -v a="$(col execute new 8)" -v b="$fwal" 'BEGIN {printf "%.2f", a / b}')x the floor's, idem_claim pattern $(col claim new 8) bytes = $(awk -v a="$(col claim new 8)" -v b="$fwal" 'BEGIN {printf "%.2f", a / b}')x, PL/pgSQL reference $(col plpgsql new 8) bytes = $(awk -v a="$(col plpgsql new 8)" -v b="$fwal" 'BEGIN {printf "%.2f", a / b}')x (floor: $fwal bytes, the payment alone)"
+		echo "storage per completed key ($(commas "$STORAGE_KEYS") keys, UUID keys, scope 'merchant-42', request hash, 100-byte response, written one by one through the functions, batches of 1,000 committed, then VACUUM): idempotency_keys $STORE_EXT bytes (table + indexes; heap $STORE_EXT_HEAP), $STORE_EXT_FULL after VACUUM FULL; PL/pgSQL reference's ref_keys $STORE_REF bytes, $STORE_REF_FULL after VACUUM FULL"
+	fi
+	echo
+	echo "raw runs (round variant mode requests tps p50_ms p99_ms wal_bytes_per_req errors check new replay 409 server_cpu_us client_cpu_us other_cores):"
+	sed 's/^/  /' "$RAW"
+} | tee "$OUT"
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }
-col() { awk -v c="$2" '{print $c}' <<<"${results[$1]}" | grep . | median; }
-
-say "results: $(date -u +%Y-%m-%d), $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, PostgreSQL $(sql -c 'SHOW server_version' | cut -d' ' -f1), fsync on, synchronous_commit on, $CLIENTS clients over loopback TCP, pgbench -M prepared, median of $ROUNDS x ${RUN_SECONDS}s"
-floor=$(col floor 1)
-printf '%-16s %-12s %10s %8s %8s %8s %10s\n' variant mode tps ratio p50_ms p99_ms wal_B/req
-for v in $VARIANTS; do
-	mode=new; case $v in *replay) mode=replay ;; esac
-	t=$(col "$v" 1)
-	printf '%-16s %-12s %10.0f %8.2f %8s %8s %10s\n' "${v%_new}" "$mode" "$t" "$(awk -v a="$t" -v b="$floor" 'BEGIN {print a / b}')" \
-		"$(col "$v" 2)" "$(col "$v" 3)" "$(col "$v" 4)"
-done
-read -r ct cp50 cp99 cwal <<<"$c"
-printf '%-16s %-12s %10.0f %8.2f %8s %8s %10s\n' execute contention "$ct" "$(awk -v a="$ct" -v b="$floor" 'BEGIN {print a / b}')" "$cp50" "$cp99" "$cwal"
-echo "contention exactly-once: $exactly_once ($npay payments for $nkeys keys, $dup keys paid twice, $orphan keys without their payment)"
-bytes=$(sql -c "SELECT round(pg_total_relation_size('idempotency_keys')::numeric / count(*)) FROM idempotency_keys")
-echo "idempotency_keys: $bytes bytes per key (table + indexes, as loaded by this run)"
-[ "$exactly_once" = held ]
+if [ "$SAVE" = 1 ]; then
+	mkdir -p "$ROOT/bench/results"
+	name=$(date -u +%Y-%m-%d)
+	[ "$WHAT" = quick ] && name=$name-quick
+	cp "$OUT" "$ROOT/bench/results/$name.txt"
+	log "saved bench/results/$name.txt"
+fi
+! grep -q FAILED "$RAW" && [ "$(awk '{s += $9} END {print s + 0}' "$RAW")" = 0 ]

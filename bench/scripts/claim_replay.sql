@@ -1,2 +1,0 @@
-\set k random(1, 10000)
-SELECT outcome, response FROM idem_claim('r' || :k, '{"order": "A1", "amount": 100}', 'replay');
