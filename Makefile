@@ -37,8 +37,11 @@ $(shell mkdir -p src)
 endif
 
 # ---- test targets (used by test/run.sh; every suite also runs alone) ----
+# make test [SUITES="regress isolation pgtap tap http package"]: test/run.sh
+# (as root; installs packages, builds, installs, runs the suites named, or all)
+# make demo: test/demo.sh
 .PHONY: test demo
 test:
-	bash test/run.sh
+	bash test/run.sh $(SUITES)
 demo:
 	bash test/demo.sh

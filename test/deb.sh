@@ -28,7 +28,16 @@ out=$(as_postgres psql -X -q -At -h "$WORK" -p "$PORT" -d postgres -v ON_ERROR_S
 	-c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'" \
 	-c "BEGIN" -c "SELECT outcome FROM idem_claim('deb', '{\"a\": 1}')" \
 	-c "SELECT idem_complete('deb', 201, '{\"ok\": true}')" -c "COMMIT" \
-	-c "SELECT outcome || ' ' || response FROM idem_claim('deb', '{\"a\": 1}')" \
-	-c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'idempotency launcher'")
+	-c "SELECT outcome || ' ' || response FROM idem_claim('deb', '{\"a\": 1}')")
 echo "$out"
-[ "$out" = "$(printf '0.2.0\nnew\n\nreplay {"ok": true}\n1')" ]
+[ "$out" = "$(printf '0.2.0\nnew\n\nreplay {"ok": true}')" ]
+# the preloaded library's worker launcher starts soon after the server
+# accepts connections (later on a loaded machine): wait for it
+for _ in $(seq 100); do
+	launchers=$(as_postgres psql -X -q -At -h "$WORK" -p "$PORT" -d postgres -c \
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'idempotency launcher'")
+	[ "$launchers" = 1 ] && break
+	sleep 0.1
+done
+echo "idempotency launcher processes: $launchers"
+[ "$launchers" = 1 ]

@@ -18,7 +18,8 @@
 # Ends with exactly one line "N passed, N failed" and exits non-zero when
 # anything failed, a suite could not run, or nothing ran.  Every server it
 # started is stopped on the way out, also after a failure or an interrupt.
-# KEEP_WORKDIR=1 keeps the temporary directory for a post-mortem.
+#   bash test/run.sh tap pgtap     runs only the suites named
+#   KEEP_WORKDIR=1 bash test/run.sh keeps the temporary directory
 set -uo pipefail # not -e: a failing suite is counted and the run goes on
 cd "$(dirname "$0")/.." || exit 2
 . test/lib/common.sh
@@ -82,7 +83,7 @@ run_logged()
 	wait "$CHILD"
 	rc=$?
 	CHILD=""
-	return $rc
+	return "$rc"
 }
 
 # Print the last lines of the files given that exist.
@@ -127,36 +128,39 @@ run_installcheck()
 	fi
 }
 
-echo "idempotency test run: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores"
-START=$SECONDS
-install_packages || { fail "install packages"; finish; }
-build_and_install || { fail "build with $PG_CFLAGS_STRICT"; finish; }
-make_workdir
-export IDEM_TMP=$WORK # test/deb.sh puts its files under ours
+suite_regress()
+{
+	say "regress (pg_regress, sql/)"
+	run_installcheck regress ISOLATION regression.diffs
+}
 
-say "regress (pg_regress, sql/)"
-run_installcheck regress ISOLATION regression.diffs
+suite_isolation()
+{
+	say "isolation (pg_isolation_regress, test/specs/)"
+	run_installcheck isolation REGRESS test/output_iso/regression.diffs
+}
 
-say "isolation (pg_isolation_regress, test/specs/)"
-run_installcheck isolation REGRESS test/output_iso/regression.diffs
-
-say "pgtap (pg_prove, test/pgtap/)"
-n=0
-PGTAP_PORT=$(free_port 55432)
-if ! start_server "$WORK/pgtap_data" "$PGTAP_PORT"; then
-	fail "pgtap (server did not start)"
-else
+# pg_prove, one file at a time, each in a fresh database (with pgtap and
+# idempotency created) on one server: files cannot depend on each other.
+suite_pgtap()
+{
+	local n=0 f name port
+	say "pgtap (pg_prove, test/pgtap/)"
+	port=$(free_port 55432)
+	if ! start_server "$WORK/pgtap_data" "$port"; then
+		fail "pgtap (server did not start)"
+		return
+	fi
 	for f in test/pgtap/*.sql; do
 		[ -e "$f" ] || continue
 		n=$((n + 1))
 		name=$(basename "$f" .sql)
-		# a fresh database per file: files cannot depend on each other
-		if as_postgres psql -X -q -h "$WORK" -p "$PGTAP_PORT" -d postgres -v ON_ERROR_STOP=1 \
+		if as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
 			-c "CREATE DATABASE \"tap_$name\"" >"$WORK/pgtap_$name.log" 2>&1 &&
-			as_postgres psql -X -q -h "$WORK" -p "$PGTAP_PORT" -d "tap_$name" -v ON_ERROR_STOP=1 \
+			as_postgres psql -X -q -h "$WORK" -p "$port" -d "tap_$name" -v ON_ERROR_STOP=1 \
 				-c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION idempotency" >>"$WORK/pgtap_$name.log" 2>&1 &&
 			run_logged "$WORK/pgtap_$name.run" runuser -u postgres -- env -C "$WORK" \
-				PATH="$PG_BIN:$PATH" pg_prove -h "$WORK" -p "$PGTAP_PORT" -d "tap_$name" "$f"; then
+				PATH="$PG_BIN:$PATH" pg_prove -h "$WORK" -p "$port" -d "tap_$name" "$f"; then
 			pass "pgtap/$name"
 		else
 			fail "pgtap/$name"
@@ -164,30 +168,34 @@ else
 		fi
 	done
 	[ "$n" -gt 0 ] || note "no test/pgtap/*.sql: suite skipped"
-fi
-stop_server "$WORK/pgtap_data"
+	stop_server "$WORK/pgtap_data"
+}
 
-say "tap (prove, test/t/)"
-n=0
-for f in test/t/*.pl; do
-	[ -e "$f" ] || continue
-	n=$((n + 1))
-	name=$(basename "$f" .pl)
-	dir=$WORK/tap/$name
-	as_postgres mkdir -p "$dir/tmp_check"
-	# as PGXS's prove_installcheck: TESTDIR, PATH, PGPORT, PG_REGRESS, -I flags
-	if run_logged "$dir.log" runuser -u postgres -- env -C "$WORK" \
-		PATH="$PG_BIN:$WORK:$PATH" TMPDIR="$WORK/tmp" TESTDIR="$dir" PGPORT=65432 \
-		PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" PG_TEST_PORT_DIR="$WORK/tmp" \
-		prove -I "$PGXS_DIR/src/test/perl/" -I . -I test/t "$f"; then
-		pass "tap/$name"
-	else
-		fail "tap/$name"
-		cat "$dir.log"
-		tail_logs "$dir"/tmp_check/log/*
-	fi
-done
-[ "$n" -gt 0 ] || note "no test/t/*.pl: suite skipped"
+# prove, one file at a time, each with its own TESTDIR, and the environment
+# PGXS's prove_installcheck sets: PATH, PGPORT, PG_REGRESS, the -I flags.
+suite_tap()
+{
+	local n=0 f name dir
+	say "tap (prove, test/t/)"
+	for f in test/t/*.pl; do
+		[ -e "$f" ] || continue
+		n=$((n + 1))
+		name=$(basename "$f" .pl)
+		dir=$WORK/tap/$name
+		as_postgres mkdir -p "$dir/tmp_check"
+		if run_logged "$dir.log" runuser -u postgres -- env -C "$WORK" \
+			PATH="$PG_BIN:$WORK:$PATH" TMPDIR="$WORK/tmp" TESTDIR="$dir" PGPORT=65432 \
+			PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" PG_TEST_PORT_DIR="$WORK/tmp" \
+			prove -I "$PGXS_DIR/src/test/perl/" -I . -I test/t "$f"; then
+			pass "tap/$name"
+		else
+			fail "tap/$name"
+			cat "$dir.log"
+			tail_logs "$dir"/tmp_check/log/*
+		fi
+	done
+	[ "$n" -gt 0 ] || note "no test/t/*.pl: suite skipped"
+}
 
 # examples/http needs Node.js and the pg and express modules, and must work
 # offline (CI reaches only the Debian mirrors): node_modules already in the
@@ -210,42 +218,71 @@ http_modules()
 	fi
 }
 
-say "http (examples/http, node --test)"
-if [ -d examples/http/test ]; then
-	HTTP_PORT=$(free_port 55532)
+# node --test over examples/http/test/*.js against a server of our own.
+suite_http()
+{
+	local f name port
+	say "http (examples/http, node --test)"
+	if [ ! -d examples/http/test ]; then
+		note "no examples/http/test: suite skipped"
+		return
+	fi
+	port=$(free_port 55532)
 	if ! http_modules; then
 		fail "http (could not get Node.js and its modules)"
 		tail_logs "$WORK/npm.log"
-	elif ! start_server "$WORK/http_data" "$HTTP_PORT" ||
-		! as_postgres psql -X -q -h "$WORK" -p "$HTTP_PORT" -d postgres -c "CREATE DATABASE http"; then
-		fail "http (server did not start)"
-	else
-		note "node $(node --version), modules: $HTTP_MODULES"
-		for f in examples/http/test/*.js; do
-			name=$(basename "$f" .js)
-			if run_logged "$WORK/http_$name.log" env -C "$WORK/examples/http" \
-				PGHOST=127.0.0.1 PGPORT="$HTTP_PORT" PGUSER=postgres PGDATABASE=http \
-				node --test "test/$name.js"; then
-				pass "http/$name ($(grep -c '^ok ' "$WORK/http_$name.log") cases)"
-			else
-				fail "http/$name"
-				cat "$WORK/http_$name.log"
-			fi
-		done
+		return
 	fi
+	if ! start_server "$WORK/http_data" "$port" ||
+		! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -c "CREATE DATABASE http"; then
+		fail "http (server did not start)"
+		stop_server "$WORK/http_data"
+		return
+	fi
+	note "node $(node --version), modules: $HTTP_MODULES"
+	for f in examples/http/test/*.js; do
+		name=$(basename "$f" .js)
+		if run_logged "$WORK/http_$name.log" env -C "$WORK/examples/http" \
+			PGHOST=127.0.0.1 PGPORT="$port" PGUSER=postgres PGDATABASE=http \
+			node --test "test/$name.js"; then
+			pass "http/$name ($(grep -c '^ok ' "$WORK/http_$name.log") cases)"
+		else
+			fail "http/$name"
+			cat "$WORK/http_$name.log"
+		fi
+	done
 	stop_server "$WORK/http_data"
-else
-	note "no examples/http/test: suite skipped"
-fi
+}
 
-say "package (test/deb.sh)"
-if run_logged "$WORK/package.log" bash test/deb.sh; then
-	pass "package/postgresql-$PG_MAJOR-idempotency ($(grep -m1 '^built' "$WORK/package.log"))"
-else
-	fail "package/postgresql-$PG_MAJOR-idempotency"
-	cat "$WORK/package.log"
-fi
+suite_package()
+{
+	say "package (test/deb.sh)"
+	if run_logged "$WORK/package.log" bash test/deb.sh; then
+		pass "package/postgresql-$PG_MAJOR-idempotency ($(grep -m1 '^built' "$WORK/package.log"))"
+	else
+		fail "package/postgresql-$PG_MAJOR-idempotency"
+		cat "$WORK/package.log"
+	fi
+}
 
+ALL_SUITES="regress isolation pgtap tap http package"
+SUITES=${*:-$ALL_SUITES}
+for s in $SUITES; do
+	case " $ALL_SUITES " in
+	*" $s "*) ;;
+	*) echo "unknown suite '$s'; the suites: $ALL_SUITES" >&2; exit 2 ;;
+	esac
+done
+
+echo "idempotency test run: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, suites: $SUITES"
+START=$SECONDS
+install_packages || { fail "install packages"; finish; }
+build_and_install || { fail "build with $PG_CFLAGS_STRICT"; finish; }
+make_workdir
+export IDEM_TMP=$WORK # test/deb.sh puts its files under ours
+for s in $SUITES; do
+	"suite_$s"
+done
 echo
 echo "took $((SECONDS - START)) s"
 finish

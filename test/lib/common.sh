@@ -90,19 +90,21 @@ make_workdir()
 	chmod 755 "$WORK"
 }
 
-# Run a command as the postgres user, PostgreSQL's tools first on PATH and
-# temporary files in the work directory.
+# Run a command as the postgres user, in the work directory (the checkout
+# may be where postgres cannot go, such as /root), PostgreSQL's tools first
+# on PATH, temporary files in the work directory.
 as_postgres()
 {
-	local tmp=/tmp
-	[ -n "${WORK:-}" ] && [ -d "$WORK/tmp" ] && tmp=$WORK/tmp
-	runuser -u postgres -- env PATH="$PG_BIN:$PATH" TMPDIR="$tmp" "$@"
+	local dir=/ tmp=/tmp
+	[ -n "${WORK:-}" ] && [ -d "$WORK/tmp" ] && dir=$WORK tmp=$WORK/tmp
+	runuser -u postgres -- env -C "$dir" PATH="$PG_BIN:$PATH" TMPDIR="$tmp" "$@"
 }
 
-# A free TCP port on loopback, starting at $1.
+# A free TCP port on loopback, at or a little above $1 (chosen at random, so
+# that two runs at once rarely race for the same one).
 free_port()
 {
-	local port=$1
+	local port=$(($1 + RANDOM % 1000))
 	while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
 		port=$((port + 1))
 	done
