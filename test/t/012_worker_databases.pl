@@ -1,0 +1,194 @@
+# The background worker and the databases it is given.  Databases that
+# are missing, lack the extension, refuse connections or are invalid are
+# passed over without a word in the log; nothing happens while CREATE
+# EXTENSION has not committed, and the worker starts once it has; a
+# database dropped (and re-created) causes no error loop; names follow
+# identifier quoting, and a malformed list is rejected; a per-database
+# setting applies to the worker there.  A pass that fails is logged and
+# counted, and failed passes back off (2, 4, 8 ... intervals), so a lasting
+# fault, such as a trigger that raises or a table lock held past
+# lock_timeout, gives a few log lines, not a loop; the worker resumes once
+# the fault is gone.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('databases');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'idempotency'
+idempotency.worker_databases = 'postgres, noext, nosuchdb, gone, noconn, invalid, "Mixed Case"'
+idempotency.worker_interval = '100ms'
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION idempotency');
+
+# ERROR, FATAL and PANIC lines in the server log from offset $from on
+sub log_errors
+{
+    my ($from) = @_;
+    my $log = slurp_file($node->logfile, $from);
+    return join("\n", grep { /\b(ERROR|FATAL|PANIC):/ } split /\n/, $log);
+}
+
+# $n completed rows in $scope of database $db, past expires_at
+sub add_due_rows
+{
+    my ($db, $scope, $n) = @_;
+    $node->safe_psql($db, qq{
+        INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+        SELECT '$scope', 'k' || i, 'completed', nextval('idempotency_token_seq'), now(), now(),
+               now() - interval '1 s'
+        FROM generate_series(1, $n) i});
+}
+
+sub rows_gone
+{
+    my ($db, $scope) = @_;
+    return $node->poll_query_until($db,
+        "SELECT count(*) = 0 FROM idempotency_keys WHERE scope = '$scope'");
+}
+
+# -- a database without the extension, and a missing one: quiet
+my $logpos = -s $node->logfile;
+$node->safe_psql('postgres', 'CREATE DATABASE noext');
+usleep(1_500_000);
+is(log_errors($logpos), '', 'no error for a database without the extension, nor for a missing one');
+
+# -- CREATE EXTENSION: nothing happens until it commits, then the worker works
+$logpos = -s $node->logfile;
+my $creator = $node->background_psql('noext');
+$creator->query_safe(q{
+    BEGIN;
+    CREATE EXTENSION idempotency;
+    INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+    SELECT 'c', 'k' || i, 'completed', nextval('idempotency_token_seq'), now(), now(), now() - interval '1 s'
+    FROM generate_series(1, 10) i;
+});
+usleep(1_000_000);
+is($creator->query_safe(q{SELECT count(*) FROM idempotency_keys WHERE scope = 'c'}), '10',
+    'while CREATE EXTENSION has not committed, the worker does nothing there');
+is(log_errors($logpos), '', 'and logs nothing');
+$creator->query_safe('COMMIT');
+$creator->quit;
+ok(rows_gone('noext', 'c'), 'once it commits, the worker expires there');
+
+# -- a quoted, mixed-case name
+$node->safe_psql('postgres', 'CREATE DATABASE "Mixed Case"');
+$node->safe_psql('Mixed Case', 'CREATE EXTENSION idempotency');
+add_due_rows('Mixed Case', 'm', 10);
+ok(rows_gone('Mixed Case', 'm'), 'a database listed with a quoted name is served');
+
+# -- a per-database setting applies to the worker in that database
+$node->safe_psql('postgres', q{ALTER DATABASE "Mixed Case" SET idempotency.stale_policy = 'hold'});
+$node->safe_psql('Mixed Case',
+    q{SELECT idem_claim('s', NULL, 'm', lease => '1 ms')});
+$node->safe_psql('postgres',
+    q{SELECT idem_claim('s', NULL, 'm', lease => '1 ms')});
+ok($node->poll_query_until('postgres',
+    q{SELECT status = 'failed' FROM idempotency_keys WHERE scope = 'm' AND key = 's'}),
+    'a stale claim is expired where stale_policy is reclaim');
+is($node->safe_psql('Mixed Case',
+    q{SELECT status FROM idempotency_keys WHERE scope = 'm' AND key = 's'}),
+    'processing', 'and held where ALTER DATABASE set it to hold');
+
+# -- a database that refuses connections: quiet
+$logpos = -s $node->logfile;
+$node->safe_psql('postgres', 'CREATE DATABASE noconn');
+$node->safe_psql('noconn', 'CREATE EXTENSION idempotency');
+$node->safe_psql('postgres', 'ALTER DATABASE noconn ALLOW_CONNECTIONS false');
+usleep(1_000_000);
+is(log_errors($logpos), '', 'no error for a database with datallowconn = false');
+
+# -- a database left invalid by an interrupted DROP DATABASE
+#    (datconnlimit = -2 from 15.4 on): quiet
+$node->safe_psql('postgres', 'CREATE DATABASE invalid');
+$node->safe_psql('invalid', 'CREATE EXTENSION idempotency');
+$logpos = -s $node->logfile;
+$node->safe_psql('postgres', q{UPDATE pg_database SET datconnlimit = -2 WHERE datname = 'invalid'});
+usleep(1_000_000);
+is(log_errors($logpos), '', 'no error for an invalid database');
+$node->safe_psql('postgres', 'DROP DATABASE invalid');
+
+# -- a dropped database: no error loop; re-created, it is served again
+$node->safe_psql('postgres', 'CREATE DATABASE gone');
+$node->safe_psql('gone', 'CREATE EXTENSION idempotency');
+add_due_rows('gone', 'g', 10);
+ok(rows_gone('gone', 'g'), 'a database is served');
+$logpos = -s $node->logfile;
+$node->safe_psql('postgres', 'DROP DATABASE gone');
+usleep(1_000_000);
+# A pass started just before the DROP may log once that its database is
+# gone (or being dropped); nothing else.
+my @gone = grep { !/FATAL:  (database \d+ does not exist|cannot connect to invalid database)/ }
+  grep { $_ ne '' } split /\n/, log_errors($logpos);
+is(join("\n", @gone), '', 'DROP DATABASE succeeds under the worker, with no other error');
+cmp_ok(scalar(() = log_errors($logpos) =~ /FATAL/g), '<=', 1, 'its database is reported gone at most once');
+$logpos = -s $node->logfile;
+usleep(1_000_000);
+is(log_errors($logpos), '', 'and then never again');
+$node->safe_psql('postgres', 'CREATE DATABASE gone');
+$node->safe_psql('gone', 'CREATE EXTENSION idempotency');
+add_due_rows('gone', 'g', 10);
+ok(rows_gone('gone', 'g'), 'a database re-created under the same name is served');
+
+# -- the list is checked when it is set
+my ($ret, $stdout, $stderr) = $node->psql('postgres',
+    q{ALTER SYSTEM SET idempotency.worker_databases = 'postgres,,noext'});
+like($stderr, qr/invalid value for parameter "idempotency.worker_databases".*\n.*List syntax is invalid/,
+    'a malformed list of databases is rejected');
+($ret, $stdout, $stderr) = $node->psql('postgres',
+    "ALTER SYSTEM SET idempotency.worker_databases = '" . join(',', map { "db$_" } 1 .. 65) . "'");
+like($stderr, qr/At most 64 databases can be listed/, 'and so is a list of more than 64');
+
+# -- a lasting fault: logged and counted, with back-off, then recovery
+$node->safe_psql('postgres', q{
+    SELECT idem_stats_reset();
+    CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION 'boom from a trigger';
+    END
+    $$;
+    CREATE TRIGGER boom BEFORE DELETE ON idempotency_keys
+        FOR EACH ROW WHEN (OLD.scope = 'boom') EXECUTE FUNCTION boom();
+});
+$logpos = -s $node->logfile;
+add_due_rows('postgres', 'boom', 1);
+usleep(4_000_000);
+my $booms = () = slurp_file($node->logfile, $logpos) =~ /ERROR:  boom from a trigger/g;
+cmp_ok($booms, '>=', 2, "a failing pass is logged ($booms times in 4 s) and retried");
+cmp_ok($booms, '<=', 8, 'failed passes back off: far fewer than the 40 intervals in 4 s');
+ok($node->log_contains(qr/idempotency expiry batch in database "postgres"/, $logpos),
+    'the error names the database the pass ran in');
+$node->safe_psql('postgres', 'DROP TRIGGER boom ON idempotency_keys');
+ok(rows_gone('postgres', 'boom'), 'once the fault is gone, the worker resumes');
+$booms = () = slurp_file($node->logfile, $logpos) =~ /ERROR:  boom from a trigger/g;
+is($node->safe_psql('postgres', 'SELECT worker_errors FROM idempotency_stats'), $booms,
+    "every failed pass ($booms) is counted in worker_errors");
+add_due_rows('postgres', 'after', 1);
+ok(rows_gone('postgres', 'after'), 'and after a successful pass the back-off is over');
+
+# -- a table lock held past lock_timeout: the pass gives up, backs off
+$node->safe_psql('postgres', 'SELECT idem_stats_reset()');
+$logpos = -s $node->logfile;
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN; LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE;');
+usleep(4_000_000);
+my $waiting = $node->safe_psql('postgres', q{
+    SELECT count(*) FROM pg_stat_activity
+    WHERE backend_type = 'idempotency worker' AND wait_event_type = 'Lock'
+      AND now() - state_change > interval '1.5 s'});
+$locker->query_safe('COMMIT');
+$locker->quit;
+my $timeouts = () = slurp_file($node->logfile, $logpos) =~ /ERROR:  canceling statement due to lock timeout/g;
+cmp_ok($timeouts, '>=', 1, "a pass behind LOCK TABLE gives up after lock_timeout ($timeouts times in 4 s)");
+cmp_ok($timeouts, '<=', 4, 'and backs off');
+is($waiting, '0', 'no pass waited on the lock for longer than lock_timeout');
+add_due_rows('postgres', 'unlocked', 1);
+ok(rows_gone('postgres', 'unlocked'), 'once the lock is gone, the worker resumes');
+
+$node->stop;
+done_testing();
