@@ -13,6 +13,8 @@
 #              at a time, with the environment PGXS's prove_installcheck sets
 #   http       examples/http: the Node.js service over HTTP (node --test)
 #   package    test/deb.sh: build the .deb with pg_buildext, install it, use it
+#   bench      bench/run.sh --check: the benchmark's contention mode, short,
+#              checking exactly-once for every variant (no timing asserted)
 # Every test file counts once (a .sql, a .spec, a .pl, a node test file, the
 # package) and prints one line; failures print their diffs or log tails.
 # Ends with exactly one line "N passed, N failed" and exits non-zero when
@@ -265,7 +267,23 @@ suite_package()
 	fi
 }
 
-ALL_SUITES="regress isolation pgtap tap http package"
+# bench/run.sh --check: the benchmark's contention mode, short, on the
+# extension installed above: 8 clients race a few keys through every variant
+# (the extension's patterns, the PL/pgSQL reference, Redis, ON CONFLICT) and
+# the driver checks exactly-once after each run.  Correctness only: the
+# timings it prints are not asserted.
+suite_bench()
+{
+	say "bench (bench/run.sh --check: exactly-once under contention)"
+	if run_logged "$WORK/bench.log" bash bench/run.sh --check --no-build; then
+		pass "bench/contention ($(grep -c ': held:' "$WORK/bench.log") runs held)"
+	else
+		fail "bench/contention"
+		cat "$WORK/bench.log"
+	fi
+}
+
+ALL_SUITES="regress isolation pgtap tap http package bench"
 SUITES=${*:-$ALL_SUITES}
 for s in $SUITES; do
 	case " $ALL_SUITES " in

@@ -32,7 +32,8 @@ PG_CFLAGS_STRICT="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare"
 #   procps                 pgrep/ps (absent from minimal images)
 PACKAGES="make gcc libc6-dev perl procps postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR
 postgresql-server-dev-$PG_MAJOR postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl
-libipc-run-perl build-essential debhelper postgresql-server-dev-all fakeroot"
+libipc-run-perl build-essential debhelper postgresql-server-dev-all fakeroot
+libpq-dev redis-server libhiredis-dev"
 
 # The same results whatever the caller's environment: UTF-8 (the expected
 # outputs contain non-ASCII text), no stray libpq settings.
