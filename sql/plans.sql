@@ -1,0 +1,50 @@
+-- The statements that find one key row by its key use the primary key,
+-- never a scan of the whole partial lease index: with statistics that show
+-- few processing rows, "status = 'processing'" in their WHERE clause let the
+-- planner pick that scan, and every complete then read every processing row
+-- in the index, live and dead (calls got slower the more keys were claimed).
+-- Checked through the index scan counters, in a database of its own so
+-- that the table and its indexes start empty, as in a new installation.
+SELECT current_database() AS regress_db \gset
+CREATE DATABASE idem_plans;
+\c idem_plans
+SET client_min_messages = warning;
+CREATE EXTENSION idempotency;
+CREATE VIEW plans_scans AS
+    SELECT sum(idx_scan) FILTER (WHERE indexrelname = 'idempotency_keys_lease_idx') AS lease,
+           sum(idx_scan) FILTER (WHERE indexrelname = 'idempotency_keys_pkey') AS pkey
+    FROM pg_stat_user_indexes WHERE relname = 'idempotency_keys';
+-- many completed rows, none processing, in the statistics
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at, response_code)
+SELECT 'plans-old', 'k' || i, 'completed', nextval('idempotency_token_seq'), now(), now(),
+       now() + interval '1 day', 200
+FROM generate_series(1, 5000) i;
+ANALYZE idempotency_keys;
+-- generic plans, as a busy backend ends up using (the bad plan was generic)
+SET plan_cache_mode = force_generic_plan;
+SELECT pg_stat_force_next_flush();
+SELECT lease AS lease_before, pkey AS pkey_before FROM plans_scans \gset
+-- every statement that takes a processing row by key
+DO $$
+DECLARE
+    t bigint;
+BEGIN
+    FOR i IN 1..8 LOOP
+        t := (idem_claim('c' || i, NULL, 'plans')).token;
+        PERFORM idem_heartbeat('c' || i, 'plans', t);
+        PERFORM idem_checkpoint('c' || i, 'step', 'plans', t);
+        PERFORM idem_complete('c' || i, 201, '{}', 'plans', t);
+        t := (idem_claim('f' || i, NULL, 'plans')).token;
+        PERFORM idem_fail('f' || i, 'plans', t, 500);
+        t := (idem_claim('r' || i, NULL, 'plans')).token;
+        PERFORM idem_release('r' || i, 'plans', t);
+        PERFORM idem_claim('s' || i, NULL, 'plans');
+        PERFORM idem_resolve('s' || i, 'plans', 'fail', 500);
+    END LOOP;
+END $$;
+SELECT pg_stat_force_next_flush();
+SELECT lease - :lease_before AS lease_index_scans, pkey - :pkey_before >= 40 AS primary_key_used
+FROM plans_scans;
+SELECT status, count(*) FROM idempotency_keys WHERE scope = 'plans' GROUP BY 1 ORDER BY 1;
+\c :regress_db
+DROP DATABASE idem_plans;
