@@ -21,7 +21,7 @@ REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.
 
 # Isolation specs live in test/specs, their outputs in test/expected.
 ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
-	claim_repeatable_read claim_serializable takeover execute
+	claim_repeatable_read claim_serializable takeover execute execute_race
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 	--temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf \
 	--load-extension=idempotency

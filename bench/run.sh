@@ -321,6 +321,28 @@ if [ "$WHAT" != check ]; then
 	sql -d storage -c "VACUUM FULL idempotency_keys" -c "VACUUM FULL ref_keys"
 	STORE_EXT_FULL=$(storage_bytes idempotency_keys)
 	STORE_REF_FULL=$(storage_bytes ref_keys)
+	# the same keys written by idem_execute, one transaction each (its
+	# short way writes a new key's row once); the statement returns the
+	# 100-byte response as its row, {"r": ...}
+	log "storage: $STORAGE_KEYS keys through idem_execute"
+	sql -d storage -c "TRUNCATE idempotency_keys"
+	runuser -u postgres -- "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U app -d storage \
+		-c "SET synchronous_commit = off" -c "
+	DO \$\$
+	DECLARE
+	    k text; resp jsonb;
+	BEGIN
+	    FOR i IN 1..$STORAGE_KEYS LOOP
+	        k := $KEY_OF;
+	        resp := jsonb_build_object('payment_id', i, 'status', 'succeeded', 'amount', 3000, 'currency', 'TWD');
+	        resp := resp || jsonb_build_object('pad', repeat('x', 100 - length(resp::text) - 11 - 7));
+	        IF length(jsonb_build_object('r', resp)::text) <> 100 THEN RAISE 'response is % bytes', length(jsonb_build_object('r', resp)::text); END IF;
+	        PERFORM idem_execute(k, $REQ_OF, 'merchant-42', 201, 'SELECT \$1::jsonb AS r', resp);
+	        COMMIT;
+	    END LOOP;
+	END \$\$"
+	sql -d storage -c "VACUUM ANALYZE idempotency_keys"
+	STORE_EXEC=$(storage_bytes idempotency_keys)
 	sql -d postgres -c "DROP DATABASE storage"
 fi
 sql -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
@@ -428,7 +450,7 @@ OUT=$WORK/report.txt
 		fwal=$(col floor new 8)
 		echo
 		echo "WAL per new key: idem_execute $(col execute new 8) bytes = $(awk -v a="$(col execute new 8)" -v b="$fwal" 'BEGIN {printf "%.2f", a / b}')x the floor's, idem_claim pattern $(col claim new 8) bytes = $(awk -v a="$(col claim new 8)" -v b="$fwal" 'BEGIN {printf "%.2f", a / b}')x, PL/pgSQL reference $(col plpgsql new 8) bytes = $(awk -v a="$(col plpgsql new 8)" -v b="$fwal" 'BEGIN {printf "%.2f", a / b}')x (floor: $fwal bytes, the payment alone)"
-		echo "storage per completed key ($(commas "$STORAGE_KEYS") keys, UUID keys, scope 'merchant-42', request hash, 100-byte response, written one by one through the functions, batches of 1,000 committed, then VACUUM): idempotency_keys $STORE_EXT bytes (table + indexes; heap $STORE_EXT_HEAP), $STORE_EXT_FULL after VACUUM FULL; PL/pgSQL reference's ref_keys $STORE_REF bytes, $STORE_REF_FULL after VACUUM FULL"
+		echo "storage per completed key ($(commas "$STORAGE_KEYS") keys, UUID keys, scope 'merchant-42', request hash, 100-byte response, written one by one through the functions, batches of 1,000 committed, then VACUUM): idempotency_keys $STORE_EXT bytes (table + indexes; heap $STORE_EXT_HEAP), $STORE_EXT_FULL after VACUUM FULL; written by idem_execute, one key per transaction: $STORE_EXEC bytes; PL/pgSQL reference's ref_keys $STORE_REF bytes, $STORE_REF_FULL after VACUUM FULL"
 	fi
 	echo
 	echo "raw runs (round variant mode requests tps p50_ms p99_ms wal_bytes_per_req errors check new replay 409 server_cpu_us client_cpu_us other_cores):"

@@ -88,3 +88,46 @@ BEGIN READ ONLY;
 SELECT * FROM idem_execute('x12', NULL, 'exec', 200, 'SELECT 1');
 \echo :LAST_ERROR_SQLSTATE
 ROLLBACK;
+
+-- A key without a row is written once, completed, after the statement ran
+-- in a subtransaction.  The statement's error is the caller's error, with
+-- its SQLSTATE, and leaves neither key nor work behind.
+SELECT * FROM idem_execute('x13', NULL, 'exec', 201, 'INSERT INTO exec_payments (order_id, amount) VALUES ($1, 1 / 0) RETURNING id', 'A13');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS key_rows FROM idempotency_keys WHERE scope = 'exec' AND key = 'x13';
+-- a unique violation that is not about the key: the caller's error too
+CREATE TABLE exec_unique (order_id text PRIMARY KEY);
+INSERT INTO exec_unique VALUES ('U1');
+SELECT * FROM idem_execute('x14', NULL, 'exec', 201, 'INSERT INTO exec_unique VALUES ($1) RETURNING order_id', 'U1');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS key_rows FROM idempotency_keys WHERE scope = 'exec' AND key = 'x14';
+-- rolling back to a savepoint takes the key and the work back
+BEGIN;
+SAVEPOINT before;
+SELECT outcome FROM idem_execute('x15', NULL, 'exec', 201, 'INSERT INTO exec_unique VALUES ($1) RETURNING order_id', 'U15');
+ROLLBACK TO SAVEPOINT before;
+SELECT count(*) AS key_rows FROM idempotency_keys WHERE scope = 'exec' AND key = 'x15';
+SELECT count(*) AS work FROM exec_unique WHERE order_id = 'U15';
+COMMIT;
+-- many new keys in one transaction: past the 32 subtransactions the short
+-- way may use per transaction, the general way (claim, statement,
+-- complete) takes over; every key is new, paid once and completed
+BEGIN;
+SELECT outcome, count(*) FROM (
+    SELECT (idem_execute('many' || i, jsonb_build_object('i', i), 'exec-many', 201,
+                         'INSERT INTO exec_unique VALUES ($1) RETURNING order_id', 'M' || i)).outcome
+    FROM generate_series(1, 100) i) s
+GROUP BY outcome;
+COMMIT;
+-- (a row written the short way has updated_at = created_at)
+SELECT status, count(*), count(*) FILTER (WHERE response ->> 'order_id' = 'M' || substr(key, 5)) AS own_response,
+       count(*) FILTER (WHERE updated_at = created_at) AS written_once
+FROM idempotency_keys WHERE scope = 'exec-many' GROUP BY status;
+SELECT count(*) AS payments FROM exec_unique WHERE order_id LIKE 'M%';
+-- and all of them replay
+SELECT outcome, count(*) FROM (
+    SELECT (idem_execute('many' || i, jsonb_build_object('i', i), 'exec-many', 201,
+                         'INSERT INTO exec_unique VALUES ($1) RETURNING order_id', 'M' || i)).outcome
+    FROM generate_series(1, 100) i) s
+GROUP BY outcome;
+DROP TABLE exec_unique;

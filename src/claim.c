@@ -144,7 +144,8 @@ ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, Datum *args, const char *argnulls,
  * Claim (scope, key) or find what is there, filling values/nulls in the
  * layout of idem_claim's result (desc).  The caller has checked the
  * arguments and is connected to SPI; pass-by-reference results are
- * allocated in callcxt.  Returns the outcome.
+ * allocated in callcxt.  Returns the outcome; with a->probe set, NULL when
+ * the key has no row (then nothing was written or counted).
  */
 const char *
 IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
@@ -181,6 +182,8 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 		args[1] = PointerGetDatum(key);
 		IdemExecute(IDEM_STMT_SELECT, a->nspid, args, NULL, false, 1);
 		IdemReadRow(&row, callcxt);
+		if (a->probe && !row.found)
+			return NULL;		/* the caller writes the key itself */
 
 		expired = row.found && row.expires_at <= now &&
 			(reclaim || row.status_code != IDEM_PROCESSING);
@@ -332,6 +335,7 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 	IdemCheckPositiveInterval(a->lease, "lease", a->key, a->scope);
 	IdemCheckPositiveInterval(a->retention, "retention", a->key, a->scope);
 	a->wait = wait;
+	a->probe = false;
 
 	PreventCommandIfReadOnly(psprintf("%s()", fname));
 

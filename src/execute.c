@@ -10,8 +10,24 @@
  * claim found and runs nothing.  An error in the statement aborts the
  * statement, and the claim with it.
  *
- * It is the explicit pattern (claim, statement, complete) done inside the
- * server: the same statements, without the round trips between them.
+ * A key that has no row takes a shorter path that writes the key row once:
+ * the statement runs in a subtransaction, then the row is inserted already
+ * completed, with its response.  If a concurrent request claimed the key
+ * first, that INSERT waits for it and fails on the primary key, or the
+ * statement itself fails on a unique index or a deadlock it shares with
+ * that request; then the subtransaction is rolled back, the statement's
+ * work with it, and the call goes the general way below, which finds the
+ * other request's row (replay, in_progress, or new if it rolled back).  So
+ * a concurrent duplicate's statement may start, and be undone, but only one
+ * commits.  Against the general way this saves the UPDATE of the key row:
+ * its executor start-up, its new tuple and its index entries (WAL).  The
+ * price is a subtransaction, so a second transaction id; at most
+ * EXEC_MAX_SUBXACTS of them per transaction, after which the general way
+ * is used, so that idem_execute never overflows the subtransaction cache.
+ *
+ * Any other key (a row is there) goes the explicit pattern's way inside
+ * the server: claim, statement, complete, without the round trips between
+ * them.
  *
  * The caller's statement must resolve names as the caller wrote it, so this
  * function has no SET search_path clause; instead the extension's own
@@ -25,6 +41,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -34,8 +51,10 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "idempotency.h"
 
 PG_FUNCTION_INFO_V1(idem_execute);
@@ -56,6 +75,26 @@ typedef struct ExecPlan
 
 static ExecPlan exec_cache[EXEC_CACHE_SIZE];
 static int	exec_cache_next = 0;
+
+/*
+ * New keys written the short way per transaction, each in a subtransaction
+ * of its own; half the 64 subtransactions PostgreSQL caches per backend,
+ * leaving room for the application's own savepoints.
+ */
+#define EXEC_MAX_SUBXACTS 32
+
+static LocalTransactionId exec_subxacts_lxid = InvalidLocalTransactionId;
+static int	exec_subxacts = 0;
+
+/* The caller's statement and its arguments */
+typedef struct ExecStatement
+{
+	SPIPlanPtr	plan;
+	int			nargs;
+	Datum		values[FUNC_MAX_ARGS];
+	char		nulls[FUNC_MAX_ARGS];
+	Oid			types[FUNC_MAX_ARGS];
+} ExecStatement;
 
 /*
  * Pin search_path for the extension's own statements; undo with
@@ -220,56 +259,15 @@ StatementArgs(FunctionCallInfo fcinfo, Datum *values, char *nulls, Oid *types)
 }
 
 /*
- * idem_execute(key, request, scope, success_code, query, VARIADIC args)
+ * Run the caller's statement, under the caller's search_path, and return
+ * its result row as jsonb, copied into callcxt ((Datum) 0 for none).
  */
-Datum
-idem_execute(PG_FUNCTION_ARGS)
+static Datum
+RunStatement(ExecStatement *st, IdemClaimArgs *a, MemoryContext callcxt)
 {
-	IdemClaimArgs a;
-	TupleDesc	desc;
-	MemoryContext callcxt = CurrentMemoryContext;
-	Datum		values[IDEM_CLAIM_NCOLUMNS];
-	bool		nulls[IDEM_CLAIM_NCOLUMNS];
-	Datum		stmt_values[FUNC_MAX_ARGS];
-	char		stmt_nulls[FUNC_MAX_ARGS];
-	Oid			stmt_types[FUNC_MAX_ARGS];
-	int			stmt_nargs;
-	const char *outcome;
-	char	   *sql;
-	int			level;
-	SPIPlanPtr	plan;
 	Datum		response = (Datum) 0;
-	Datum		args[6];
-	char		argnulls[6];
 
-	if (PG_ARGISNULL(4))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("statement must not be null"),
-				 errhint("Pass the statement that does the work, such as the payment's INSERT.")));
-	sql = text_to_cstring(PG_GETARG_TEXT_PP(4));
-	stmt_nargs = StatementArgs(fcinfo, stmt_values, stmt_nulls, stmt_types);
-
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	desc = BlessTupleDesc(desc);
-
-	level = PinSearchPath();
-	IdemClaimArgsFrom(fcinfo, "idem_execute", 0, 1, 2, NULL, NULL, true, &a);
-
-	SPI_connect();
-	outcome = IdemClaim(&a, desc, callcxt, values, nulls);
-	AtEOXact_GUC(true, level);
-
-	if (strcmp(outcome, "new") != 0 && strcmp(outcome, "reclaimed") != 0)
-	{
-		SPI_finish();
-		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-	}
-
-	/* The work, under the caller's search_path and privileges */
-	plan = StatementPlan(sql, stmt_nargs, stmt_types, &a);
-	if (SPI_execute_plan(plan, stmt_values, stmt_nulls, false, 2) < 0)
+	if (SPI_execute_plan(st->plan, st->values, st->nulls, false, 2) < 0)
 		elog(ERROR, "SPI_execute_plan failed");
 	/* a statement without result rows (DML without RETURNING): no response */
 	if (SPI_tuptable == NULL)
@@ -278,7 +276,7 @@ idem_execute(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_CARDINALITY_VIOLATION),
 				 errmsg("statement given to idem_execute returned more than one row"),
-				 IdemErrdetailKey(a.key, a.scope),
+				 IdemErrdetailKey(a->key, a->scope),
 				 errhint("Its result row is the stored response; return one row, or none.")));
 	if (SPI_processed == 1)
 	{
@@ -294,6 +292,188 @@ idem_execute(PG_FUNCTION_ARGS)
 			MemoryContextSwitchTo(old);
 		}
 	}
+	return response;
+}
+
+/* May this transaction start one more subtransaction for a new key? */
+static bool
+NewKeySubxactAllowed(void)
+{
+	if (exec_subxacts_lxid != IdemCurrentLxid())
+	{
+		exec_subxacts_lxid = IdemCurrentLxid();
+		exec_subxacts = 0;
+	}
+	return exec_subxacts < EXEC_MAX_SUBXACTS;
+}
+
+/*
+ * A key without a row: run the statement and insert the key row completed,
+ * in a subtransaction (see the top of the file).  Returns true with the
+ * result in values/nulls, or false, having undone everything, when a
+ * concurrent claim of the key got there first (or the statement failed on
+ * a unique index or a deadlock).  Must be called inside SPI.
+ */
+static bool
+ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
+			  MemoryContext callcxt, Datum *values, bool *nulls)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool inserted = false;
+	volatile Datum response = (Datum) 0;
+	volatile int64 token = 0;
+	volatile Datum status = (Datum) 0;
+
+	exec_subxacts++;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		Datum		args[7];
+		char		argnulls[7];
+		int			level;
+
+		response = RunStatement(st, a, callcxt);
+
+		level = PinSearchPath();
+		memset(argnulls, ' ', sizeof(argnulls));
+		args[0] = PointerGetDatum(a->scope);
+		args[1] = PointerGetDatum(a->key);
+		args[2] = a->hash ? PointerGetDatum(a->hash) : (Datum) 0;
+		argnulls[2] = a->hash ? ' ' : 'n';
+		args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+		args[4] = IntervalPGetDatum(a->retention);
+		args[5] = code;
+		argnulls[5] = code_null ? 'n' : ' ';
+		args[6] = response;
+		argnulls[6] = response ? ' ' : 'n';
+		if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a->nspid, args, argnulls, false, 0) != 1)
+			elog(ERROR, "INSERT of idempotency key did not return its row");
+		{
+			bool		isnull;
+
+			token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 1, &isnull));
+			status = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								   2, &isnull);
+		}
+		AtEOXact_GUC(true, level);
+
+		ReleaseCurrentSubTransaction();
+		inserted = true;
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+
+		/*
+		 * The key's primary key, or a unique index or a deadlock shared
+		 * with a concurrent request of the same key: the general way finds
+		 * out which.  If it had nothing to do with the key, the statement
+		 * runs again there and fails again, as the caller's error.
+		 */
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION &&
+			edata->sqlerrcode != ERRCODE_T_R_DEADLOCK_DETECTED)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		inserted = false;
+	}
+	PG_END_TRY();
+
+	if (!inserted)
+		return false;
+
+	/* the enum status is passed by value */
+	values[CLAIM_OUTCOME] = CStringGetTextDatum("new");
+	nulls[CLAIM_OUTCOME] = false;
+	values[CLAIM_TOKEN] = Int64GetDatum(token);
+	nulls[CLAIM_TOKEN] = false;
+	values[CLAIM_STATUS] = status;
+	nulls[CLAIM_STATUS] = false;
+	values[CLAIM_RESPONSE_CODE] = code;
+	nulls[CLAIM_RESPONSE_CODE] = code_null;
+	values[CLAIM_RESPONSE] = response;
+	nulls[CLAIM_RESPONSE] = (response == (Datum) 0);
+	IdemStatsAdd(IDEM_STAT_CLAIM_NEW, 1);
+	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
+	return true;
+}
+
+/*
+ * idem_execute(key, request, scope, success_code, query, VARIADIC args)
+ */
+Datum
+idem_execute(PG_FUNCTION_ARGS)
+{
+	IdemClaimArgs a;
+	TupleDesc	desc;
+	MemoryContext callcxt = CurrentMemoryContext;
+	Datum		values[IDEM_CLAIM_NCOLUMNS];
+	bool		nulls[IDEM_CLAIM_NCOLUMNS];
+	ExecStatement st;
+	const char *outcome;
+	char	   *sql;
+	int			level;
+	bool		code_null = PG_ARGISNULL(3);
+	Datum		code = code_null ? (Datum) 0 : PG_GETARG_DATUM(3);
+	Datum		response;
+	Datum		args[6];
+	char		argnulls[6];
+
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("statement must not be null"),
+				 errhint("Pass the statement that does the work, such as the payment's INSERT.")));
+	sql = text_to_cstring(PG_GETARG_TEXT_PP(4));
+	st.nargs = StatementArgs(fcinfo, st.values, st.nulls, st.types);
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	desc = BlessTupleDesc(desc);
+
+	level = PinSearchPath();
+	IdemClaimArgsFrom(fcinfo, "idem_execute", 0, 1, 2, NULL, NULL, true, &a);
+
+	SPI_connect();
+	a.probe = NewKeySubxactAllowed();
+	outcome = IdemClaim(&a, desc, callcxt, values, nulls);
+	AtEOXact_GUC(true, level);
+
+	if (outcome == NULL)
+	{
+		/* no row: the short way, unless a concurrent claim got there first */
+		st.plan = StatementPlan(sql, st.nargs, st.types, &a);
+		if (ExecuteNewKey(&a, &st, code, code_null, callcxt, values, nulls))
+		{
+			SPI_finish();
+			PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+		}
+		a.probe = false;
+		level = PinSearchPath();
+		outcome = IdemClaim(&a, desc, callcxt, values, nulls);
+		AtEOXact_GUC(true, level);
+	}
+
+	if (strcmp(outcome, "new") != 0 && strcmp(outcome, "reclaimed") != 0)
+	{
+		SPI_finish();
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	}
+
+	/* The work, under the caller's search_path and privileges */
+	st.plan = StatementPlan(sql, st.nargs, st.types, &a);
+	response = RunStatement(&st, &a, callcxt);
 
 	/* Record the result: complete the claim with its token */
 	level = PinSearchPath();
@@ -301,10 +481,10 @@ idem_execute(PG_FUNCTION_ARGS)
 	args[1] = PointerGetDatum(a.key);
 	args[2] = values[CLAIM_TOKEN];
 	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
-	args[4] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	args[4] = code;
 	args[5] = response;
 	memset(argnulls, ' ', sizeof(argnulls));
-	argnulls[4] = PG_ARGISNULL(3) ? 'n' : ' ';
+	argnulls[4] = code_null ? 'n' : ' ';
 	argnulls[5] = response ? ' ' : 'n';
 	if (IdemExecute(IDEM_STMT_COMPLETE, a.nspid, args, argnulls, false, 0) == 0)
 		elog(ERROR, "claim of idempotency key vanished during idem_execute");
@@ -314,8 +494,8 @@ idem_execute(PG_FUNCTION_ARGS)
 	SPI_finish();
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 
-	values[CLAIM_RESPONSE_CODE] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
-	nulls[CLAIM_RESPONSE_CODE] = PG_ARGISNULL(3);
+	values[CLAIM_RESPONSE_CODE] = code;
+	nulls[CLAIM_RESPONSE_CODE] = code_null;
 	values[CLAIM_RESPONSE] = response;
 	nulls[CLAIM_RESPONSE] = (response == (Datum) 0);
 	nulls[CLAIM_RETRY_AFTER] = true;

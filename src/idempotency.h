@@ -65,6 +65,7 @@ typedef enum IdemStmt
 	IDEM_STMT_LOOKUP,
 	IDEM_STMT_EXPIRE_STALE,
 	IDEM_STMT_EXPIRE_DELETE,
+	IDEM_STMT_INSERT_COMPLETED,
 	IDEM_NUM_STMTS
 } IdemStmt;
 
@@ -128,6 +129,7 @@ typedef struct IdemClaimArgs
 	Interval   *lease;
 	Interval   *retention;
 	bool		wait;
+	bool		probe;			/* return NULL, writing nothing, if no row */
 	Oid			nspid;
 } IdemClaimArgs;
 

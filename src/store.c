@@ -175,6 +175,21 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
 		3, {TIMESTAMPTZOID, INT8OID, BOOLOID}
 	},
+	/*
+	 * idem_execute's new key: the key row written once, completed, after
+	 * the caller's statement ran, in a subtransaction (execute.c).  A plain
+	 * INSERT: a key claimed meanwhile makes it wait for that claim and then
+	 * fail with unique_violation, which execute.c handles; no ON CONFLICT,
+	 * whose speculative insertion costs a WAL record more.  $3 request
+	 * hash, $4 now, $5 retention, $6 response code, $7 response.
+	 */
+	[IDEM_STMT_INSERT_COMPLETED] = {
+		"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
+		" expires_at, request_hash, response_code, response)"
+		" VALUES ($1, $2, 'completed', " NEXTTOKEN ", $4, $4, $4" PLUS "$5, $3, $6, $7)"
+		" RETURNING token, status",
+		7, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, INTERVALOID, INT4OID, JSONBOID}
+	},
 };
 
 /* Saved plans, valid for the schema they were prepared for */
