@@ -11,7 +11,8 @@ OBJS = \
 	src/expire.o \
 	src/stats.o \
 	src/execute.o \
-	src/worker.o
+	src/worker.o \
+	src/guard.o
 DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql idempotency--0.2.0.sql
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 

@@ -40,4 +40,12 @@
 #define IdemCryptohashFinal(ctx, dest, len)	pg_cryptohash_final(ctx, dest)
 #endif
 
+/* object_ownercheck replaced pg_class_ownercheck in 16. */
+#if PG_VERSION_NUM >= 160000
+#define IdemOwnsRelation(relid, roleid) \
+	object_ownercheck(RelationRelationId, relid, roleid)
+#else
+#define IdemOwnsRelation(relid, roleid)	pg_class_ownercheck(relid, roleid)
+#endif
+
 #endif							/* IDEMPOTENCY_COMPAT_H */

@@ -78,6 +78,7 @@ _PG_init(void)
 
 	IdemStatsInit();
 	IdemWorkerInit();
+	IdemGuardInit();
 
 	IdemReserveGUCPrefix("idempotency");
 }

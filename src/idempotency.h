@@ -181,4 +181,7 @@ extern void IdemStatsWorkerPass(TimestampTz end);
 /* worker.c */
 extern void IdemWorkerInit(void);
 
+/* guard.c */
+extern void IdemGuardInit(void);
+
 #endif							/* IDEMPOTENCY_H */

@@ -26,8 +26,8 @@
  * without the admin policy, expiry by idempotency_admin skips tenant rows.
  * A role outside idempotency_app granted SELECT sees nothing (no policy,
  * default deny).  The variant with a mapping table (many scopes per role)
- * is checked too.  Known limit (TODO test, docs/tenants.md): a tenant can
- * LOCK the whole table, which blocks every other tenant's claims.
+ * is checked too.  A tenant cannot LOCK the whole table in a mode that
+ * would block other tenants' claims, directly or through a view.
  *
  * Run with pg_prove against a database where a superuser has done
  * CREATE EXTENSION pgtap; CREATE EXTENSION idempotency;
@@ -40,7 +40,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(66);
+SELECT plan(72);
 
 /* ---- helpers ---- */
 
@@ -377,13 +377,31 @@ SELECT is((SELECT outcome FROM idem_claim('a-1', '{"amount": 9}', 'tap_tenant_a'
           'mapping: A still replays its own key');
 RESET ROLE;
 
-/* ==== known limit: availability is shared ==== */
+/* ==== availability: no tenant can lock the others out ==== */
 
+CREATE SCHEMA tap_tenant_a_views AUTHORIZATION tap_tenant_a;
 SET LOCAL ROLE tap_tenant_a;
-SELECT todo('a tenant with UPDATE/DELETE on idempotency_keys may LOCK it and stall every tenant; see docs/tenants.md', 1);
-SELECT throws_ok($$LOCK TABLE idempotency_keys IN EXCLUSIVE MODE NOWAIT$$, '42501', NULL,
-                 'a tenant cannot lock the whole table');
+SELECT throws_ok($$LOCK TABLE idempotency_keys IN EXCLUSIVE MODE NOWAIT$$, '42501',
+                 'permission denied to lock idempotency_keys in EXCLUSIVE mode',
+                 'a tenant cannot lock the whole table (EXCLUSIVE)');
+SELECT throws_ok($$LOCK TABLE idempotency_keys$$, '42501',
+                 'permission denied to lock idempotency_keys in ACCESS EXCLUSIVE mode',
+                 'a tenant cannot lock the whole table (ACCESS EXCLUSIVE, the default)');
+SELECT throws_ok($$LOCK TABLE idempotency_keys IN SHARE MODE$$, '42501', NULL,
+                 'a tenant cannot lock the whole table (SHARE, which blocks every claim)');
+CREATE VIEW tap_tenant_a_views.mine AS SELECT * FROM idempotency_keys;
+CREATE VIEW tap_tenant_a_views.mine2 AS SELECT key FROM tap_tenant_a_views.mine;
+SELECT throws_ok($$LOCK TABLE tap_tenant_a_views.mine2 IN EXCLUSIVE MODE$$, '42501', NULL,
+                 'nor through a view of a view (LOCK recurses into views)');
+SELECT lives_ok($$LOCK TABLE idempotency_keys IN ROW EXCLUSIVE MODE$$,
+                'ROW EXCLUSIVE, which claims take anyway, is allowed');
 RESET ROLE;
+SET LOCAL ROLE tap_tenant_ops;
+SELECT lives_ok($$LOCK TABLE idempotency_keys IN EXCLUSIVE MODE$$,
+                'a member of idempotency_admin may lock the table');
+RESET ROLE;
+SELECT lives_ok($$LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE$$,
+                'the owner (superuser) may lock the table');
 
 SELECT * FROM finish();
 ROLLBACK;
