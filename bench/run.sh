@@ -126,7 +126,7 @@ if [ "$BUILD" = 1 ]; then
 		--exclude=./bench/results --exclude=./results --exclude=./tmp_check --exclude=./test \
 		--exclude=./examples --exclude=./debian -cf - .) | tar -C "$WORK/build" -xf -
 	make -s -C "$WORK/build" PG_CONFIG="$PG_BIN/pg_config" \
-		PG_CFLAGS="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare" >/dev/null
+		PG_CFLAGS="-Wall -Wextra -Werror -Wno-unused-parameter" >/dev/null
 	make -s -C "$WORK/build" PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
 fi
 log "build the driver"

@@ -425,9 +425,9 @@ IdemRememberClaim(text *scope, text *key, int64 token)
 static bool
 TextEqual(text *a, text *b)
 {
-	int			len = VARSIZE_ANY_EXHDR(a);
+	Size		len = VARSIZE_ANY_EXHDR(a);
 
-	return len == VARSIZE_ANY_EXHDR(b) &&
+	return len == (Size) VARSIZE_ANY_EXHDR(b) &&
 		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), len) == 0;
 }
 

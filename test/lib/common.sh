@@ -10,11 +10,9 @@ PGXS_DIR=/usr/lib/postgresql/$PG_MAJOR/lib/pgxs
 
 # -Wno-unused-parameter: PostgreSQL 15's own headers trip it (static inline
 # functions in lib/ilist.h and storage/bufpage.h ignore a parameter), and so
-# does every PG_FUNCTION_ARGS function that reads none.  -Wno-sign-compare:
-# the headers are clean of it; it is waived for the extension's own code
-# (VARSIZE_ANY_EXHDR and friends yield size_t compared with int lengths).
-# Every other -Wall -Wextra warning is an error.
-PG_CFLAGS_STRICT="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare"
+# does every PG_FUNCTION_ARGS function that reads none.  Every other -Wall
+# -Wextra warning is an error.
+PG_CFLAGS_STRICT="-Wall -Wextra -Werror -Wno-unused-parameter"
 
 # Debian bookworm package names (checked with dpkg -L / apt-cache):
 #   postgresql-15          server, initdb, pg_ctl, contrib modules (amcheck,
