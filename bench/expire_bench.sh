@@ -16,7 +16,7 @@
 # deleting, as a ratio to the seconds of run 2 it idled (before it was on,
 # after it was done) and to runs 1 and 3.  A benchmark, not a test: nothing
 # is asserted.
-#   bash bench/expire_bench.sh     (DUE=200000 CLIENTS=4 RUN_SECONDS=25 BATCH=1000)
+#   bash bench/expire_bench.sh     (DUE=200000 CLIENTS=4 RUN_SECONDS=25 BATCH=1000 BATCH_DELAY=20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/lib/common.sh
@@ -24,6 +24,7 @@ DUE=${DUE:-200000}
 CLIENTS=${CLIENTS:-4}
 RUN_SECONDS=${RUN_SECONDS:-25}
 BATCH=${BATCH:-1000}
+BATCH_DELAY=${BATCH_DELAY:-20}
 
 install_packages
 build_and_install
@@ -48,6 +49,7 @@ claims() {
 sql -c "CREATE EXTENSION idempotency"
 conf "idempotency.worker_databases = ''"
 conf "idempotency.worker_batch_size = $BATCH"
+conf "idempotency.worker_batch_delay = '${BATCH_DELAY}ms'"
 conf "idempotency.worker_interval = '100ms'"
 for scope in live due; do
 	[ "$scope" = live ] && expires="now() + interval '1 day'" || expires="now() - interval '1 s'"

@@ -60,3 +60,5 @@ DROP ROLE idem_guc_user;
 SET idempotency.worker_interval = '1s';
 SET idempotency.worker_batch_size = 10;
 SET idempotency.worker_databases = 'x';
+SET idempotency.worker_batch_delay = 0;
+SHOW idempotency.worker_batch_delay;

@@ -32,7 +32,9 @@
  * pass that did nothing (logged at DEBUG1).
  *
  * A pass runs IdemExpireBatch (expire.c) in batches of at most
- * idempotency.worker_batch_size rows, each batch its own short transaction
+ * idempotency.worker_batch_size rows, idempotency.worker_batch_delay apart
+ * (so that a backlog does not take a core from the claims), each batch its
+ * own short transaction
  * with lock_timeout and a statement timeout armed, until a batch changes
  * fewer rows than that.  SKIP LOCKED in the batch statements means expiry
  * never waits behind a claim and never touches a row a live transaction
@@ -99,6 +101,7 @@ PGDLLEXPORT void idem_worker_main(Datum main_arg);
 static char *idem_worker_databases = NULL;
 static int	idem_worker_interval = 10000;	/* ms */
 static int	idem_worker_batch_size = 1000;
+static int	idem_worker_batch_delay = 20;	/* ms */
 
 /* How long a batch may wait for a lock, and run */
 #define WORKER_LOCK_TIMEOUT "1000"
@@ -267,6 +270,15 @@ IdemWorkerInit(void)
 							1000, 1, 1000000,
 							PGC_SIGHUP,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("idempotency.worker_batch_delay",
+							"Pause of the background worker between two expiry batches of one pass.",
+							"Leaves CPU and I/O to claims while a pass works through a backlog of due rows; 0 runs the batches back to back.",
+							&idem_worker_batch_delay,
+							20, 0, 10000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
@@ -704,6 +716,15 @@ idem_worker_main(Datum main_arg)
 			}
 			if (changed < batch)
 				break;			/* nothing more is due */
+
+			/* a backlog: pause, so that claims keep their share */
+			if (idem_worker_batch_delay > 0)
+			{
+				(void) WaitLatch(MyLatch,
+								 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 idem_worker_batch_delay, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+			}
 		}
 	}
 	PG_CATCH();
