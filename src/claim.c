@@ -159,6 +159,7 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 	const char *outcome = NULL;
 	bool		busy = false;
 	IdemRow		row;
+	MemoryContext oldcxt;		/* results go to callcxt: SPI_finish frees SPI's */
 
 	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
 
@@ -224,10 +225,12 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 				outcome = "in_progress";
 				values[CLAIM_STATUS] = row.status;
 				nulls[CLAIM_STATUS] = false;
+				oldcxt = MemoryContextSwitchTo(callcxt);
 				values[CLAIM_RETRY_AFTER] =
 					DirectFunctionCall2(timestamp_mi,
 										TimestampTzGetDatum(row.locked_until),
 										TimestampTzGetDatum(now));
+				MemoryContextSwitchTo(oldcxt);
 				nulls[CLAIM_RETRY_AFTER] = false;
 				break;
 			}
@@ -308,13 +311,17 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 		outcome = "in_progress";
 		values[CLAIM_STATUS] = ProcessingStatus(desc);
 		nulls[CLAIM_STATUS] = false;
+		oldcxt = MemoryContextSwitchTo(callcxt);
 		values[CLAIM_RETRY_AFTER] =
 			IntervalPGetDatum(IdemSecondsInterval(CLAIM_UNCOMMITTED_RETRY_SECONDS));
+		MemoryContextSwitchTo(oldcxt);
 		nulls[CLAIM_RETRY_AFTER] = false;
 	}
 
 	IdemStatsAdd(OutcomeStat(outcome), 1);
+	oldcxt = MemoryContextSwitchTo(callcxt);
 	values[CLAIM_OUTCOME] = CStringGetTextDatum(outcome);
+	MemoryContextSwitchTo(oldcxt);
 	nulls[CLAIM_OUTCOME] = false;
 	return outcome;
 }

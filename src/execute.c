@@ -295,6 +295,17 @@ RunStatement(ExecStatement *st, IdemClaimArgs *a, MemoryContext callcxt)
 	return response;
 }
 
+/* A text value of a C string, allocated in mcxt */
+static text *
+MemoryContextStrdupText(MemoryContext mcxt, const char *str)
+{
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	text	   *result = cstring_to_text(str);
+
+	MemoryContextSwitchTo(old);
+	return result;
+}
+
 /* May this transaction start one more subtransaction for a new key? */
 static bool
 NewKeySubxactAllowed(void)
@@ -393,8 +404,8 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	if (!inserted)
 		return false;
 
-	/* the enum status is passed by value */
-	values[CLAIM_OUTCOME] = CStringGetTextDatum("new");
+	/* the enum status is passed by value; the rest must outlive SPI_finish */
+	values[CLAIM_OUTCOME] = PointerGetDatum(MemoryContextStrdupText(callcxt, "new"));
 	nulls[CLAIM_OUTCOME] = false;
 	values[CLAIM_TOKEN] = Int64GetDatum(token);
 	nulls[CLAIM_TOKEN] = false;
