@@ -1,7 +1,7 @@
 # Crashes under load: never charge twice, never lose a key.
 #
-# pgbench clients pay in the in-transaction pattern over few keys, so many
-# collide, while the test kills a backend with SIGKILL (the postmaster then
+# pgbench clients pay in the in-transaction pattern and through idem_execute,
+# over the same few keys, so many collide, while the test kills a backend with SIGKILL (the postmaster then
 # restarts the whole cluster) and stops the server in immediate mode.  After
 # every restart: no key has two payments, every completed key has exactly its
 # payment, no payment lacks its completed key, no claim survived without its
@@ -30,7 +30,7 @@ $node->safe_psql('postgres', q{
 my $script = $node->basedir . '/pay.sql';
 open my $fh, '>', $script or die;
 print $fh q{
-\set k random(1, 200)
+\set k :base + random(1, 5000)
 BEGIN;
 SELECT outcome = 'new' AS is_new FROM idem_claim('key-' || :k, jsonb_build_object('amount', :k * 100), 'crash') \gset
 \if :is_new
@@ -41,13 +41,27 @@ COMMIT;
 };
 close $fh;
 
+# the same payments through idem_execute (its short way for a new key runs
+# the INSERT in a subtransaction, then writes the key row completed), mixed
+# with the script above on the same keys
+my $exec_script = $node->basedir . '/pay_exec.sql';
+open $fh, '>', $exec_script or die;
+print $fh q{
+\set k :base + random(1, 5000)
+SELECT outcome FROM idem_execute('key-' || :k, jsonb_build_object('amount', :k * 100), 'crash', 201, 'INSERT INTO payments (key, amount) VALUES ($1, $2) RETURNING id AS payment_id', 'key-' || :k, :k * 100);
+};
+close $fh;
+
 # pgbench in the background; it stops by itself when the server goes away
 my ($stdout, $stderr);
+# each load its own 5,000 keys (base), so that new keys keep coming while
+# the server dies, many of them claimed by two clients at once
 sub start_load
 {
+	my ($base) = @_;
 	($stdout, $stderr) = ('', '');
 	my $h = IPC::Run::start(
-		[ 'env', 'PGAPPNAME=pgbench', 'pgbench', '-n', '-c', '6', '-j', '2', '-T', '6', '-f', $script,
+		[ 'env', 'PGAPPNAME=pgbench', 'pgbench', '-n', '-c', '6', '-j', '2', '-T', '6', '-D', "base=$base", '-f', $script, '-f', $exec_script,
 		  '-h', $node->host, '-p', $node->port, 'postgres' ],
 		'>', \$stdout, '2>', \$stderr);
 	return $h;
@@ -93,7 +107,7 @@ sub check_invariants
 # -- kill -9 of a backend under load, three times
 for my $round (1 .. 3)
 {
-	my $load = start_load();
+	my $load = start_load($round * 10000);
 	$node->poll_query_until('postgres',
 		"SELECT count(*) >= 3 FROM pg_stat_activity WHERE application_name = 'pgbench' AND state <> 'idle'")
 	  or BAIL_OUT("pgbench did not get going: $stderr");
@@ -108,7 +122,7 @@ for my $round (1 .. 3)
 }
 
 # -- immediate shutdown under load
-my $load = start_load();
+my $load = start_load(40000);
 $node->poll_query_until('postgres',
 	"SELECT count(*) >= 3 FROM pg_stat_activity WHERE application_name = 'pgbench' AND state <> 'idle'");
 select(undef, undef, undef, 1.0);
@@ -118,6 +132,12 @@ $node->start;
 check_invariants('after an immediate shutdown');
 cmp_ok($node->safe_psql('postgres', q{SELECT count(*) FROM payments}), '>', 0,
 	'the load did make payments');
+# a row idem_execute wrote the short way has updated_at = created_at; the
+# explicit pattern's rows were updated by idem_complete
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE updated_at = created_at) > 0 AND count(*) FILTER (WHERE updated_at > created_at) > 0
+	FROM idempotency_keys WHERE scope = 'crash'}),
+	't', 'keys were paid both through idem_execute\'s short way and through claim and complete');
 
 # -- an uncommitted claim vanishes with the crash, a committed one survives
 $node->safe_psql('postgres', q{SELECT idem_claim('committed', NULL, 'single', lease => '1 hour')});
