@@ -297,7 +297,9 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 			HeapTuple	tup = SPI_tuptable->vals[0];
 			int64		token = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
 
+			oldcxt = MemoryContextSwitchTo(callcxt);	/* int8 may be by reference */
 			values[CLAIM_TOKEN] = Int64GetDatum(token);
+			MemoryContextSwitchTo(oldcxt);
 			nulls[CLAIM_TOKEN] = false;
 			values[CLAIM_STATUS] = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull);
 			nulls[CLAIM_STATUS] = false;

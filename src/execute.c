@@ -306,6 +306,17 @@ MemoryContextStrdupText(MemoryContext mcxt, const char *str)
 	return result;
 }
 
+/* An int8 Datum allocated in mcxt if int8 is passed by reference there */
+static Datum
+Int64DatumInContext(MemoryContext mcxt, int64 value)
+{
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	Datum		result = Int64GetDatum(value);
+
+	MemoryContextSwitchTo(old);
+	return result;
+}
+
 /* May this transaction start one more subtransaction for a new key? */
 static bool
 NewKeySubxactAllowed(void)
@@ -407,7 +418,7 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	/* the enum status is passed by value; the rest must outlive SPI_finish */
 	values[CLAIM_OUTCOME] = PointerGetDatum(MemoryContextStrdupText(callcxt, "new"));
 	nulls[CLAIM_OUTCOME] = false;
-	values[CLAIM_TOKEN] = Int64GetDatum(token);
+	values[CLAIM_TOKEN] = Int64DatumInContext(callcxt, token);
 	nulls[CLAIM_TOKEN] = false;
 	values[CLAIM_STATUS] = status;
 	nulls[CLAIM_STATUS] = false;
