@@ -17,7 +17,7 @@ DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql idempotency--0.2.0.s
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 
 # pg_regress: sql/*.sql against expected/*.out, on a private server.
-REGRESS = setup claim record hash guc input expire stats execute plans
+REGRESS = setup claim record hash guc input expire stats execute execute_hostile plans
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
 
 # Isolation specs live in test/specs, their outputs in test/expected.

@@ -33,8 +33,19 @@
  * function has no SET search_path clause; instead the extension's own
  * statements run under a pinned search_path (pg_catalog, pg_temp) set and
  * reset around them, and the caller's statement runs under the caller's.
+ *
+ * The statement must be one SELECT, INSERT, UPDATE or DELETE, which is
+ * checked on its parse tree when it is prepared; anything else (utility
+ * statements, SELECT INTO, EXECUTE of a prepared statement) is refused
+ * before it runs.  It runs exactly as given, and its result row becomes
+ * the response through to_jsonb, applied here to the row it actually
+ * returned: nothing about the result's shape is decided in advance.
+ *
  * Caller statements are prepared once per backend and kept in a small
- * cache keyed by their text and argument types.
+ * cache keyed by their text and argument types.  The statement of an
+ * idem_execute can itself call idem_execute, so an entry is pinned while its
+ * statement runs, and a pinned entry is never evicted (when every entry is
+ * pinned, the new statement is prepared for this call only).
  *
  *-------------------------------------------------------------------------
  */
@@ -43,6 +54,11 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/fmgroids.h"
+#include "utils/rls.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -71,6 +87,7 @@ typedef struct ExecPlan
 	int			nargs;
 	Oid			argtypes[FUNC_MAX_ARGS];
 	SPIPlanPtr	plan;
+	int			pins;			/* calls running it now (nested calls) */
 } ExecPlan;
 
 static ExecPlan exec_cache[EXEC_CACHE_SIZE];
@@ -89,7 +106,7 @@ static int	exec_subxacts = 0;
 /* The caller's statement and its arguments */
 typedef struct ExecStatement
 {
-	SPIPlanPtr	plan;
+	ExecPlan   *plan;
 	int			nargs;
 	Datum		values[FUNC_MAX_ARGS];
 	char		nulls[FUNC_MAX_ARGS];
@@ -111,30 +128,103 @@ PinSearchPath(void)
 	return level;
 }
 
-/* Does a prepared statement return rows? */
-static bool
-StatementReturnsRows(SPIPlanPtr plan, IdemClaimArgs *a)
+/*
+ * Refuse anything but one SELECT, INSERT, UPDATE or DELETE, by its parse
+ * tree and by what the rewriter made of it (SELECT INTO becomes a utility
+ * statement there).
+ */
+static void
+CheckStatementKind(SPIPlanPtr plan, IdemClaimArgs *a)
 {
 	List	   *sources = SPI_plan_get_plan_sources(plan);
+	CachedPlanSource *source;
+	Node	   *stmt;
+	CommandTag	tag;
+	ListCell   *lc;
 
 	if (list_length(sources) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_SYNTAX_ERROR),
 				 errmsg("statement given to idem_execute must be a single statement"),
 				 IdemErrdetailKey(a->key, a->scope)));
-	return ((CachedPlanSource *) linitial(sources))->resultDesc != NULL;
+	source = (CachedPlanSource *) linitial(sources);
+	tag = source->commandTag;
+	stmt = source->raw_parse_tree ? source->raw_parse_tree->stmt : NULL;
+	if (stmt != NULL &&
+		(IsA(stmt, SelectStmt) || IsA(stmt, InsertStmt) ||
+		 IsA(stmt, UpdateStmt) || IsA(stmt, DeleteStmt)))
+		tag = CMDTAG_UNKNOWN;	/* allowed, unless rewritten into another kind */
+	foreach(lc, source->query_list)
+	{
+		Query	   *query = lfirst_node(Query, lc);
+
+		if (query->utilityStmt != NULL)
+			tag = CreateCommandTag(query->utilityStmt);
+		else if (query->commandType != CMD_SELECT && query->commandType != CMD_INSERT &&
+				 query->commandType != CMD_UPDATE && query->commandType != CMD_DELETE)
+			tag = source->commandTag;
+	}
+	if (tag != CMDTAG_UNKNOWN)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("idem_execute runs only SELECT, INSERT, UPDATE and DELETE statements"),
+				 errdetail("The statement given for key \"%s\" in scope \"%s\" is %s.",
+						   IdemKeyForMessage(a->key), IdemKeyForMessage(a->scope),
+						   GetCommandTagName(tag)),
+				 errhint("Run other statements yourself, around the explicit pattern idem_claim, then idem_complete.")));
+}
+
+/* Prepare the caller's statement and check its kind; not yet kept. */
+static SPIPlanPtr
+PrepareStatement(const char *sql, int nargs, Oid *argtypes, IdemClaimArgs *a)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+	if (plan == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("could not prepare the statement given to idem_execute: %s",
+						SPI_result_code_string(SPI_result)),
+				 IdemErrdetailKey(a->key, a->scope),
+				 errhint("The statement must be one SELECT, INSERT, UPDATE or DELETE, with parameters $1, $2, ...")));
+	CheckStatementKind(plan, a);
+	return plan;
 }
 
 /*
- * The saved plan of the caller's statement, wrapped so that it returns its
- * result row as one jsonb.  Must be called inside SPI.
+ * The cache slot to fill next: the oldest that is not pinned, emptied; or
+ * NULL when every slot is pinned by calls running now.
  */
-static SPIPlanPtr
+static ExecPlan *
+EvictableSlot(void)
+{
+	for (int i = 0; i < EXEC_CACHE_SIZE; i++)
+	{
+		ExecPlan   *slot = &exec_cache[exec_cache_next];
+
+		exec_cache_next = (exec_cache_next + 1) % EXEC_CACHE_SIZE;
+		if (slot->pins > 0)
+			continue;
+		if (slot->plan != NULL)
+		{
+			SPI_freeplan(slot->plan);
+			pfree(slot->sql);
+			slot->plan = NULL;
+		}
+		return slot;
+	}
+	return NULL;
+}
+
+/*
+ * The prepared statement for the caller's text and argument types: a cache
+ * entry, or, when every entry is pinned, one in memory (SPI's) that lasts
+ * for this call only.  Must be called inside SPI.
+ */
+static ExecPlan *
 StatementPlan(const char *sql, int nargs, Oid *argtypes, IdemClaimArgs *a)
 {
 	ExecPlan   *slot;
-	char	   *wrapped;
-	int			len;
 	SPIPlanPtr	plan;
 
 	for (int i = 0; i < EXEC_CACHE_SIZE; i++)
@@ -144,56 +234,24 @@ StatementPlan(const char *sql, int nargs, Oid *argtypes, IdemClaimArgs *a)
 		if (p->plan != NULL && p->nargs == nargs &&
 			strcmp(p->sql, sql) == 0 &&
 			memcmp(p->argtypes, argtypes, sizeof(Oid) * nargs) == 0)
-			return p->plan;
+			return p;
 	}
 
-	/*
-	 * Prepare it as given first: that checks it and tells whether it returns
-	 * rows.  A statement that does (SELECT, or DML with RETURNING) is then
-	 * wrapped to return its row as one jsonb; one that does not is kept as
-	 * it is, and its response is NULL.
-	 */
-	plan = SPI_prepare(sql, nargs, argtypes);
-	if (plan == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_SYNTAX_ERROR),
-				 errmsg("could not prepare the statement given to idem_execute: %s",
-						SPI_result_code_string(SPI_result)),
-				 IdemErrdetailKey(a->key, a->scope),
-				 errhint("The statement must be one SELECT, INSERT, UPDATE or DELETE, with parameters $1, $2, ...")));
-	if (StatementReturnsRows(plan, a))
+	plan = PrepareStatement(sql, nargs, argtypes, a);
+	slot = EvictableSlot();
+	if (slot == NULL)
 	{
-		SPI_freeplan(plan);
-		/* a trailing semicolon would end the wrapper's CTE early */
-		len = strlen(sql);
-		while (len > 0 && (sql[len - 1] == ';' || isspace((unsigned char) sql[len - 1])))
-			len--;
-		wrapped = psprintf("WITH idem_result AS (%.*s) "
-						   "SELECT pg_catalog.to_jsonb(idem_result.*) FROM idem_result",
-						   len, sql);
-		plan = SPI_prepare(wrapped, nargs, argtypes);
-		if (plan == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_SYNTAX_ERROR),
-					 errmsg("could not prepare the statement given to idem_execute: %s",
-							SPI_result_code_string(SPI_result))));
+		slot = palloc0(sizeof(ExecPlan));
+		slot->plan = plan;
+		return slot;
 	}
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
-
-	/* round robin: replace the oldest entry */
-	slot = &exec_cache[exec_cache_next];
-	exec_cache_next = (exec_cache_next + 1) % EXEC_CACHE_SIZE;
-	if (slot->plan != NULL)
-	{
-		SPI_freeplan(slot->plan);
-		pfree(slot->sql);
-	}
 	slot->sql = MemoryContextStrdup(TopMemoryContext, sql);
 	slot->nargs = nargs;
 	memcpy(slot->argtypes, argtypes, sizeof(Oid) * nargs);
 	slot->plan = plan;
-	return plan;
+	return slot;
 }
 
 /*
@@ -259,19 +317,56 @@ StatementArgs(FunctionCallInfo fcinfo, Datum *values, char *nulls, Oid *types)
 }
 
 /*
+ * to_jsonb(record), called from C: the function with an expression that
+ * tells it its argument is a record, so that it reads the row type from
+ * each row it is given.
+ */
+static FmgrInfo *
+ToJsonbRecord(void)
+{
+	static FmgrInfo *finfo = NULL;
+
+	if (finfo == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		FmgrInfo   *f = palloc0(sizeof(FmgrInfo));
+		Node	   *arg = (Node *) makeNullConst(RECORDOID, -1, InvalidOid);
+
+		fmgr_info_cxt(F_TO_JSONB, f, TopMemoryContext);
+		fmgr_info_set_expr((Node *) makeFuncExpr(F_TO_JSONB, JSONBOID, list_make1(arg),
+												 InvalidOid, InvalidOid,
+												 COERCE_EXPLICIT_CALL), f);
+		MemoryContextSwitchTo(old);
+		finfo = f;
+	}
+	return finfo;
+}
+
+/* A result row as jsonb, exactly what to_jsonb makes of it */
+static Datum
+RowToJsonb(HeapTuple tuple, TupleDesc desc)
+{
+	desc = BlessTupleDesc(desc);
+	return FunctionCall1(ToJsonbRecord(), heap_copy_tuple_as_datum(tuple, desc));
+}
+
+/*
  * Run the caller's statement, under the caller's search_path, and return
- * its result row as jsonb, copied into callcxt ((Datum) 0 for none).
+ * its result row as jsonb, allocated in callcxt ((Datum) 0 for none).
  */
 static Datum
 RunStatement(ExecStatement *st, IdemClaimArgs *a, MemoryContext callcxt)
 {
 	Datum		response = (Datum) 0;
+	int			rc;
 
-	if (SPI_execute_plan(st->plan, st->values, st->nulls, false, 2) < 0)
-		elog(ERROR, "SPI_execute_plan failed");
+	rc = SPI_execute_plan(st->plan->plan, st->values, st->nulls, false, 2);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+
 	/* a statement without result rows (DML without RETURNING): no response */
 	if (SPI_tuptable == NULL)
-		SPI_processed = 0;
+		return (Datum) 0;
 	if (SPI_processed > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_CARDINALITY_VIOLATION),
@@ -280,17 +375,10 @@ RunStatement(ExecStatement *st, IdemClaimArgs *a, MemoryContext callcxt)
 				 errhint("Its result row is the stored response; return one row, or none.")));
 	if (SPI_processed == 1)
 	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		MemoryContext old = MemoryContextSwitchTo(callcxt);
 
-		if (!isnull)
-		{
-			/* the response must outlive SPI_finish */
-			MemoryContext old = MemoryContextSwitchTo(callcxt);
-
-			response = PointerGetDatum(PG_DETOAST_DATUM_COPY(d));
-			MemoryContextSwitchTo(old);
-		}
+		response = RowToJsonb(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+		MemoryContextSwitchTo(old);
 	}
 	return response;
 }
@@ -432,7 +520,120 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 }
 
 /*
+ * The claim of an idem_execute was taken from under its statement: the
+ * statement deleted or changed the key's row.
+ */
+static void
+ReportClaimLost(IdemClaimArgs *a)
+{
+	Datum		args[2];
+	bool		gone;
+
+	args[0] = PointerGetDatum(a->scope);
+	args[1] = PointerGetDatum(a->key);
+	gone = IdemExecute(IDEM_STMT_SELECT, a->nspid, args, NULL, false, 1) == 0;
+	ereport(ERROR,
+			(errcode(gone ? ERRCODE_IDEM_KEY_NOT_FOUND : ERRCODE_IDEM_NOT_PROCESSING),
+			 errmsg("the statement given to idem_execute %s its own idempotency key",
+					gone ? "deleted" : "changed"),
+			 IdemErrdetailKey(a->key, a->scope),
+			 errhint("The statement must not write the idempotency_keys row of the key it runs under.")));
+}
+
+/*
+ * Complete the claim with the statement's result; returns the new status.
+ * Must be called inside SPI.
+ */
+static Datum
+CompleteClaim(IdemClaimArgs *a, Datum token, Datum code, bool code_null,
+			  Datum response)
+{
+	Datum		args[6];
+	char		argnulls[6];
+	int			level = PinSearchPath();
+	bool		isnull;
+	Datum		status;
+
+	args[0] = PointerGetDatum(a->scope);
+	args[1] = PointerGetDatum(a->key);
+	args[2] = token;
+	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[4] = code;
+	args[5] = response;
+	memset(argnulls, ' ', sizeof(argnulls));
+	argnulls[4] = code_null ? 'n' : ' ';
+	argnulls[5] = response ? ' ' : 'n';
+	if (IdemExecute(IDEM_STMT_COMPLETE, a->nspid, args, argnulls, false, 0) == 0)
+		ReportClaimLost(a);
+	status = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	AtEOXact_GUC(true, level);
+	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
+	return status;
+}
+
+/*
+ * May the caller's statement run before the key's row is written (the
+ * short way)?  Only when writing that row cannot then be refused to this
+ * role: it has INSERT on the table and no row level security applies to
+ * it.  Otherwise the claim is written first, so that a scope the role may
+ * not use is refused before its statement runs.
+ */
+static bool
+KeyRowWriteCertain(Oid nspid)
+{
+	Oid			relid = IdemKeysRelid(nspid);
+
+	return pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) == ACLCHECK_OK &&
+		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
+}
+
+/*
+ * Claim, run and record, with the statement prepared (and pinned); fills
+ * values/nulls.  Must be called inside SPI, with the extension's
+ * search_path not pinned.
+ */
+static void
+ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
+			   TupleDesc desc, MemoryContext callcxt, Datum *values, bool *nulls)
+{
+	const char *outcome;
+	int			level;
+	Datum		response;
+
+	level = PinSearchPath();
+	a->probe = NewKeySubxactAllowed() && KeyRowWriteCertain(a->nspid);
+	outcome = IdemClaim(a, desc, callcxt, values, nulls);
+	AtEOXact_GUC(true, level);
+
+	if (outcome == NULL)
+	{
+		/* no row: the short way, unless a concurrent claim got there first */
+		if (ExecuteNewKey(a, st, code, code_null, callcxt, values, nulls))
+			return;
+		a->probe = false;
+		level = PinSearchPath();
+		outcome = IdemClaim(a, desc, callcxt, values, nulls);
+		AtEOXact_GUC(true, level);
+	}
+	if (strcmp(outcome, "new") != 0 && strcmp(outcome, "reclaimed") != 0)
+		return;
+
+	/* The work, under the caller's search_path and privileges */
+	response = RunStatement(st, a, callcxt);
+	values[CLAIM_STATUS] = CompleteClaim(a, values[CLAIM_TOKEN], code, code_null, response);
+	values[CLAIM_RESPONSE_CODE] = code;
+	nulls[CLAIM_RESPONSE_CODE] = code_null;
+	values[CLAIM_RESPONSE] = response;
+	nulls[CLAIM_RESPONSE] = (response == (Datum) 0);
+	nulls[CLAIM_RETRY_AFTER] = true;
+}
+
+/*
  * idem_execute(key, request, scope, success_code, query, VARIADIC args)
+ *
+ * The statement is prepared, and its kind checked, before anything is
+ * claimed; its cache entry stays pinned until the call ends, since the
+ * statement (or a trigger) may call idem_execute again.
  */
 Datum
 idem_execute(PG_FUNCTION_ARGS)
@@ -443,14 +644,11 @@ idem_execute(PG_FUNCTION_ARGS)
 	Datum		values[IDEM_CLAIM_NCOLUMNS];
 	bool		nulls[IDEM_CLAIM_NCOLUMNS];
 	ExecStatement st;
-	const char *outcome;
 	char	   *sql;
 	int			level;
 	bool		code_null = PG_ARGISNULL(3);
 	Datum		code = code_null ? (Datum) 0 : PG_GETARG_DATUM(3);
-	Datum		response;
-	Datum		args[6];
-	char		argnulls[6];
+	HeapTupleHeader result;
 
 	if (PG_ARGISNULL(4))
 		ereport(ERROR,
@@ -466,61 +664,22 @@ idem_execute(PG_FUNCTION_ARGS)
 
 	level = PinSearchPath();
 	IdemClaimArgsFrom(fcinfo, "idem_execute", 0, 1, 2, NULL, NULL, true, &a);
+	AtEOXact_GUC(true, level);
 
 	SPI_connect();
-	a.probe = NewKeySubxactAllowed();
-	outcome = IdemClaim(&a, desc, callcxt, values, nulls);
-	AtEOXact_GUC(true, level);
-
-	if (outcome == NULL)
-	{
-		/* no row: the short way, unless a concurrent claim got there first */
-		st.plan = StatementPlan(sql, st.nargs, st.types, &a);
-		if (ExecuteNewKey(&a, &st, code, code_null, callcxt, values, nulls))
-		{
-			SPI_finish();
-			PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-		}
-		a.probe = false;
-		level = PinSearchPath();
-		outcome = IdemClaim(&a, desc, callcxt, values, nulls);
-		AtEOXact_GUC(true, level);
-	}
-
-	if (strcmp(outcome, "new") != 0 && strcmp(outcome, "reclaimed") != 0)
-	{
-		SPI_finish();
-		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-	}
-
-	/* The work, under the caller's search_path and privileges */
 	st.plan = StatementPlan(sql, st.nargs, st.types, &a);
-	response = RunStatement(&st, &a, callcxt);
-
-	/* Record the result: complete the claim with its token */
-	level = PinSearchPath();
-	args[0] = PointerGetDatum(a.scope);
-	args[1] = PointerGetDatum(a.key);
-	args[2] = values[CLAIM_TOKEN];
-	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
-	args[4] = code;
-	args[5] = response;
-	memset(argnulls, ' ', sizeof(argnulls));
-	argnulls[4] = code_null ? 'n' : ' ';
-	argnulls[5] = response ? ' ' : 'n';
-	if (IdemExecute(IDEM_STMT_COMPLETE, a.nspid, args, argnulls, false, 0) == 0)
-		elog(ERROR, "claim of idempotency key vanished during idem_execute");
-	values[CLAIM_STATUS] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-										 1, &nulls[CLAIM_STATUS]);
-	AtEOXact_GUC(true, level);
+	st.plan->pins++;
+	PG_TRY();
+	{
+		ExecuteClaimed(&a, &st, code, code_null, desc, callcxt, values, nulls);
+	}
+	PG_FINALLY();
+	{
+		st.plan->pins--;
+	}
+	PG_END_TRY();
+	/* the result row, formed in the caller's memory before SPI_finish */
+	result = SPI_returntuple(heap_form_tuple(desc, values, nulls), desc);
 	SPI_finish();
-	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
-
-	values[CLAIM_RESPONSE_CODE] = code;
-	nulls[CLAIM_RESPONSE_CODE] = code_null;
-	values[CLAIM_RESPONSE] = response;
-	nulls[CLAIM_RESPONSE] = (response == (Datum) 0);
-	nulls[CLAIM_RETRY_AFTER] = true;
-
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	PG_RETURN_HEAPTUPLEHEADER(result);
 }

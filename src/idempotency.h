@@ -93,6 +93,7 @@ typedef struct IdemRow
 /* store.c */
 extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
 extern SPIPlanPtr IdemPlan(IdemStmt stmt, Oid nspid);
+extern Oid	IdemKeysRelid(Oid nspid);
 extern int	IdemExecute(IdemStmt stmt, Oid nspid, Datum *values,
 						const char *nulls, bool read_only, long count);
 extern void IdemReadRow(IdemRow *row, MemoryContext mcxt);

@@ -195,6 +195,7 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 /* Saved plans, valid for the schema they were prepared for */
 static Oid	plans_nspid = InvalidOid;
 static SPIPlanPtr plans[IDEM_NUM_STMTS];
+static Oid	keys_relid = InvalidOid;
 
 /* Claims this transaction made: what lets a NULL token through */
 typedef struct TxnClaim
@@ -242,6 +243,7 @@ IdemPlan(IdemStmt stmt, Oid nspid)
 			plans[i] = NULL;
 		}
 		plans_nspid = nspid;
+		keys_relid = InvalidOid;
 	}
 
 	if (plans[stmt] == NULL)
@@ -268,6 +270,24 @@ IdemPlan(IdemStmt stmt, Oid nspid)
 		plans[stmt] = plan;
 	}
 	return plans[stmt];
+}
+
+/*
+ * The OID of idempotency_keys in the extension's schema nspid, for
+ * privilege checks; looked up each time the schema's plans are (re)made
+ * and when the table was re-created.
+ */
+Oid
+IdemKeysRelid(Oid nspid)
+{
+	if (plans_nspid != nspid || !OidIsValid(keys_relid) ||
+		get_rel_relkind(keys_relid) == '\0')
+	{
+		keys_relid = get_relname_relid("idempotency_keys", nspid);
+		if (!OidIsValid(keys_relid))
+			elog(ERROR, "idempotency_keys is missing from the extension's schema");
+	}
+	return keys_relid;
 }
 
 /*

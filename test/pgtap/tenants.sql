@@ -40,7 +40,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(72);
+SELECT plan(74);
 
 /* ---- helpers ---- */
 
@@ -98,6 +98,9 @@ GRANT SELECT ON idempotency_keys TO tap_tenant_outsider;
 CREATE TABLE public.tenant_payments (id serial PRIMARY KEY, scope text NOT NULL DEFAULT current_user,
                                      amount int);
 GRANT ALL ON public.tenant_payments, public.tenant_payments_id_seq TO idempotency_app;
+/* a side effect no rollback undoes: idem_execute must not start a statement in a scope it may not use */
+CREATE SEQUENCE public.tenant_probe;
+GRANT ALL ON public.tenant_probe TO idempotency_app;
 
 /* ---- plan cache: a superuser (no RLS) plans and runs every statement first ---- */
 
@@ -212,6 +215,13 @@ SELECT is((SELECT array_agg(DISTINCT pg_temp.err(format('SELECT idem_execute(%L,
            FROM unnest(ARRAY['b-done', 'b-open', 'b-nothing']) k),
           ARRAY['42501: new row violates row-level security policy for table "idempotency_keys" |  | '],
           'the same for idem_execute (and its statement never ran)');
+SELECT is((SELECT array_agg(DISTINCT pg_temp.err(format('SELECT idem_execute(%L, NULL, %L, 201, %L)', k, 'tap_tenant_b',
+                                                       'SELECT pg_catalog.nextval(''public.tenant_probe'') AS n'), k))
+           FROM unnest(ARRAY['b-done', 'b-open', 'b-nothing']) k),
+          ARRAY['42501: new row violates row-level security policy for table "idempotency_keys" |  | '],
+          'the same for idem_execute of a statement with an effect no rollback undoes');
+SELECT is((SELECT is_called FROM public.tenant_probe), false,
+          'that statement never started (the sequence was never advanced): the scope is checked first');
 SELECT is((SELECT array_agg(DISTINCT replace(pg_temp.err(replace(c, '$T', coalesce(t.token, 1)::text), k.k), f, '<fn>'))
            FROM unnest(ARRAY['b-done', 'b-open', 'b-stale', 'b-failed', 'b-final', 'b-expired', 'b-nothing']) k(k)
            LEFT JOIN tokens t ON t.k = k.k,
