@@ -1,22 +1,45 @@
 /*-------------------------------------------------------------------------
  *
  * guard.c
- *	  Refuse LOCK TABLE on idempotency_keys in blocking modes to roles that
- *	  neither own the table nor administer it.
+ *	  Refuse, before PostgreSQL queues the lock, every statement by which a
+ *	  role that neither owns idempotency_keys nor administers it would lock
+ *	  the table more strongly than ROW EXCLUSIVE.
  *
  * The functions run as the caller, so an application role holds UPDATE and
  * DELETE on idempotency_keys; with row level security it sees and changes
- * only its own scope's rows.  But PostgreSQL lets any role with UPDATE or
- * DELETE on a table LOCK it in any mode, and a lock stronger than ROW
- * EXCLUSIVE stalls every other tenant's claims until that transaction
- * ends.  This ProcessUtility hook refuses such a LOCK, on the table itself
- * or on a view that reaches it, unless the current role owns the table or
- * has the privileges of idempotency_admin (or is a superuser).  ROW
- * EXCLUSIVE and weaker modes, which claims take anyway, stay allowed.
+ * only its own scope's rows.  But a lock stronger than ROW EXCLUSIVE on the
+ * table, even one only waited for, stalls every other tenant's claims (and,
+ * ACCESS EXCLUSIVE, every replay) behind it, for as long as the session
+ * that asked for it keeps waiting.  PostgreSQL takes these locks before it
+ * checks the privilege the statement needs in these cases, found by
+ * reading the PostgreSQL 15 utility code for every statement that names a
+ * relation:
+ *	  LOCK TABLE (also on a view that reads the table: LOCK recurses)
+ *	  CREATE TRIGGER, CREATE RULE ON the table
+ *	  DROP TRIGGER / RULE / POLICY [IF EXISTS] ... ON the table
+ *	  ALTER TRIGGER ... ON the table, ALTER INDEX of one of its indexes,
+ *		... DEPENDS ON EXTENSION
+ *	  COMMENT ON and SECURITY LABEL ON the table, its columns, constraints,
+ *		triggers, rules, policies
+ *	  CREATE TABLE ... REFERENCES it, INHERITS it, PARTITION OF it
+ *	  ALTER TABLE of another table: ADD [COLUMN ...] REFERENCES it,
+ *		ATTACH / DETACH PARTITION it, [NO] INHERIT it
+ *	  CREATE STATISTICS ... FROM it
+ *	  CREATE / ALTER PUBLICATION ... TABLE it
+ * Every other statement on the table (ALTER TABLE, DROP, TRUNCATE, CREATE
+ * INDEX, REINDEX, CLUSTER, VACUUM, ANALYZE, CREATE / ALTER POLICY, the
+ * RENAMEs) checks ownership or privilege before it locks, and is left to
+ * PostgreSQL.  test/t/016_guard.pl issues each statement of both lists as
+ * a tenant while another session holds a claim open, and checks that each
+ * is refused or answered at once.
  *
- * It works in every backend that has loaded the library: all of them when
- * it is in shared_preload_libraries (as the background worker needs), else
- * from the first call of an extension function in that session.
+ * This ProcessUtility hook refuses the statements of the first list, with
+ * 42501, unless the current role owns the table or has the privileges of
+ * idempotency_admin (or is a superuser).  LOCK in ROW EXCLUSIVE and weaker
+ * modes, which claims take anyway, stays allowed.  It works in every
+ * backend that has loaded the library: all of them when it is in
+ * shared_preload_libraries (as the background worker needs), else from the
+ * first call of an extension function in that session.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,10 +48,12 @@
 #include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/lmgr.h"
@@ -48,6 +73,14 @@ static const char *const lock_mode_names[] = {
 	"SHARE", "SHARE ROW EXCLUSIVE", "EXCLUSIVE", "ACCESS EXCLUSIVE"
 };
 
+/* A relation a statement would lock before checking privileges */
+typedef struct GuardTarget
+{
+	RangeVar   *rv;
+	LOCKMODE	mode;
+	bool		views;			/* LOCK: the lock recurses into views */
+} GuardTarget;
+
 typedef struct ReachesContext
 {
 	Oid			extoid;			/* the extension */
@@ -55,7 +88,7 @@ typedef struct ReachesContext
 	List	   *path;			/* views being read, outermost first */
 } ReachesContext;
 
-static bool RelationReaches(Oid relid, ReachesContext *cxt);
+static bool RelationReaches(Oid relid, bool views, ReachesContext *cxt);
 
 /* Does a view's query name the target, directly or through other views? */
 static bool
@@ -67,9 +100,7 @@ ReachesWalker(Node *node, ReachesContext *cxt)
 	{
 		RangeTblEntry *rte = (RangeTblEntry *) node;
 
-		if (rte->rtekind == RTE_RELATION && RelationReaches(rte->relid, cxt))
-			return true;
-		return false;
+		return rte->rtekind == RTE_RELATION && RelationReaches(rte->relid, true, cxt);
 	}
 	if (IsA(node, Query))
 		return query_tree_walker((Query *) node, ReachesWalker, (void *) cxt,
@@ -77,28 +108,36 @@ ReachesWalker(Node *node, ReachesContext *cxt)
 	return expression_tree_walker(node, ReachesWalker, (void *) cxt);
 }
 
+/* Is relid the extension's idempotency_keys? */
+static bool
+IsKeysTable(Oid relid, ReachesContext *cxt)
+{
+	char	   *relname = get_rel_name(relid);
+
+	if (relname == NULL || strcmp(relname, "idempotency_keys") != 0 ||
+		getExtensionOfObject(RelationRelationId, relid) != cxt->extoid)
+		return false;
+	cxt->keys = relid;
+	return true;
+}
+
 /*
- * Would LOCK TABLE on relid lock the target?  It does for the target
- * itself, and for a view whose query reaches it (LOCK recurses into views).
+ * Would a lock on relid lock the target, or block its claims?  It does for
+ * the table itself and for its indexes (claims take ROW EXCLUSIVE on
+ * them), and, with views, for a view whose query reaches it.
  */
 static bool
-RelationReaches(Oid relid, ReachesContext *cxt)
+RelationReaches(Oid relid, bool views, ReachesContext *cxt)
 {
 	Relation	rel;
-	bool		reaches = false;
+	bool		reaches;
 	char		relkind = get_rel_relkind(relid);
-	char	   *relname;
 
 	if (relkind == RELKIND_RELATION)
-	{
-		relname = get_rel_name(relid);
-		if (relname == NULL || strcmp(relname, "idempotency_keys") != 0 ||
-			getExtensionOfObject(RelationRelationId, relid) != cxt->extoid)
-			return false;
-		cxt->keys = relid;
-		return true;
-	}
-	if (relkind != RELKIND_VIEW)
+		return IsKeysTable(relid, cxt);
+	if (relkind == RELKIND_INDEX)
+		return IsKeysTable(IndexGetRelation(relid, true), cxt);
+	if (relkind != RELKIND_VIEW || !views)
 		return false;
 
 	/*
@@ -118,37 +157,250 @@ RelationReaches(Oid relid, ReachesContext *cxt)
 	return reaches;
 }
 
-static void
-CheckLockStmt(LockStmt *stmt)
+static List *
+AddTarget(List *targets, RangeVar *rv, LOCKMODE mode)
 {
-	Oid			extoid;
-	Oid			admin;
+	GuardTarget *t;
+
+	if (rv == NULL)
+		return targets;
+	t = palloc(sizeof(GuardTarget));
+	t->rv = rv;
+	t->mode = mode;
+	t->views = false;
+	return lappend(targets, t);
+}
+
+/* The relation of a name list whose last element names a sub-object */
+static RangeVar *
+OwnerOfSubobject(Node *object)
+{
+	List	   *names = castNode(List, object);
+
+	if (list_length(names) < 2)
+		return NULL;
+	return makeRangeVarFromNameList(list_truncate(list_copy(names),
+												  list_length(names) - 1));
+}
+
+/* COMMENT ON / SECURITY LABEL ON: the relation the object belongs to */
+static List *
+AddObjectTarget(List *targets, ObjectType objtype, Node *object, LOCKMODE mode)
+{
+	switch (objtype)
+	{
+		case OBJECT_TABLE:
+		case OBJECT_INDEX:
+			return AddTarget(targets, makeRangeVarFromNameList(castNode(List, object)), mode);
+		case OBJECT_COLUMN:
+		case OBJECT_TABCONSTRAINT:
+		case OBJECT_TRIGGER:
+		case OBJECT_RULE:
+		case OBJECT_POLICY:
+			return AddTarget(targets, OwnerOfSubobject(object), mode);
+		default:
+			return targets;
+	}
+}
+
+/* Foreign keys among a CREATE TABLE's elements or an added column */
+static List *
+AddForeignKeyTargets(List *targets, List *constraints)
+{
 	ListCell   *lc;
 
-	if (stmt->mode <= RowExclusiveLock || superuser() || !IsTransactionState())
+	foreach(lc, constraints)
+	{
+		Node	   *node = lfirst(lc);
+
+		if (IsA(node, ColumnDef))
+			targets = AddForeignKeyTargets(targets, ((ColumnDef *) node)->constraints);
+		else if (IsA(node, Constraint) && ((Constraint *) node)->contype == CONSTR_FOREIGN)
+			targets = AddTarget(targets, ((Constraint *) node)->pktable, ShareRowExclusiveLock);
+	}
+	return targets;
+}
+
+static List *
+AddAlterTableTargets(List *targets, AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+		switch (cmd->subtype)
+		{
+			case AT_AddConstraint:
+			case AT_AddColumn:
+				targets = AddForeignKeyTargets(targets, list_make1(cmd->def));
+				break;
+			case AT_AttachPartition:
+			case AT_DetachPartition:
+			case AT_DetachPartitionFinalize:
+				targets = AddTarget(targets, castNode(PartitionCmd, cmd->def)->name,
+									AccessExclusiveLock);
+				break;
+			case AT_AddInherit:
+			case AT_DropInherit:
+				targets = AddTarget(targets, castNode(RangeVar, cmd->def),
+									ShareUpdateExclusiveLock);
+				break;
+			default:
+				break;
+		}
+	}
+	return targets;
+}
+
+static List *
+AddPublicationTargets(List *targets, List *pubobjects)
+{
+	ListCell   *lc;
+
+	foreach(lc, pubobjects)
+	{
+		PublicationObjSpec *spec = lfirst_node(PublicationObjSpec, lc);
+
+		if (spec->pubtable != NULL)
+			targets = AddTarget(targets, spec->pubtable->relation, ShareUpdateExclusiveLock);
+	}
+	return targets;
+}
+
+/*
+ * The relations a utility statement would lock more strongly than ROW
+ * EXCLUSIVE before it checks the privilege it needs (the first list at
+ * the top of this file).
+ */
+static List *
+GuardTargets(Node *stmt)
+{
+	List	   *targets = NIL;
+	ListCell   *lc;
+
+	switch (nodeTag(stmt))
+	{
+		case T_LockStmt:
+			foreach(lc, ((LockStmt *) stmt)->relations)
+			{
+				targets = AddTarget(targets, lfirst_node(RangeVar, lc), ((LockStmt *) stmt)->mode);
+				((GuardTarget *) llast(targets))->views = true;
+			}
+			break;
+		case T_CreateTrigStmt:
+			targets = AddTarget(targets, ((CreateTrigStmt *) stmt)->relation, ShareRowExclusiveLock);
+			break;
+		case T_RuleStmt:
+			targets = AddTarget(targets, ((RuleStmt *) stmt)->relation, AccessExclusiveLock);
+			break;
+		case T_DropStmt:
+			{
+				DropStmt   *drop = (DropStmt *) stmt;
+
+				if (drop->removeType != OBJECT_TRIGGER && drop->removeType != OBJECT_RULE &&
+					drop->removeType != OBJECT_POLICY)
+					break;
+				foreach(lc, drop->objects)
+					targets = AddTarget(targets, OwnerOfSubobject(lfirst(lc)), AccessExclusiveLock);
+				break;
+			}
+		case T_AlterObjectDependsStmt:
+			{
+				AlterObjectDependsStmt *dep = (AlterObjectDependsStmt *) stmt;
+
+				if (dep->objectType == OBJECT_TRIGGER || dep->objectType == OBJECT_INDEX)
+					targets = AddTarget(targets, dep->relation, AccessExclusiveLock);
+				break;
+			}
+		case T_CommentStmt:
+			targets = AddObjectTarget(targets, ((CommentStmt *) stmt)->objtype,
+									  ((CommentStmt *) stmt)->object, ShareUpdateExclusiveLock);
+			break;
+		case T_SecLabelStmt:
+			targets = AddObjectTarget(targets, ((SecLabelStmt *) stmt)->objtype,
+									  ((SecLabelStmt *) stmt)->object, AccessExclusiveLock);
+			break;
+		case T_CreateStmt:
+		case T_CreateForeignTableStmt:
+			{
+				CreateStmt *create = (CreateStmt *) stmt;
+
+				foreach(lc, create->inhRelations)
+					targets = AddTarget(targets, lfirst_node(RangeVar, lc),
+										create->partbound ? ShareUpdateExclusiveLock : AccessExclusiveLock);
+				targets = AddForeignKeyTargets(targets, create->tableElts);
+				targets = AddForeignKeyTargets(targets, create->constraints);
+				break;
+			}
+		case T_AlterTableStmt:
+			targets = AddAlterTableTargets(targets, (AlterTableStmt *) stmt);
+			break;
+		case T_CreateStatsStmt:
+			foreach(lc, ((CreateStatsStmt *) stmt)->relations)
+				if (IsA(lfirst(lc), RangeVar))
+					targets = AddTarget(targets, lfirst_node(RangeVar, lc), ShareUpdateExclusiveLock);
+			break;
+		case T_CreatePublicationStmt:
+			targets = AddPublicationTargets(targets, ((CreatePublicationStmt *) stmt)->pubobjects);
+			break;
+		case T_AlterPublicationStmt:
+			targets = AddPublicationTargets(targets, ((AlterPublicationStmt *) stmt)->pubobjects);
+			break;
+		default:
+			break;
+	}
+	return targets;
+}
+
+/* May the current role lock idempotency_keys as it likes? */
+static bool
+MayLockKeys(Oid keys)
+{
+	Oid			admin = get_role_oid("idempotency_admin", true);
+
+	return superuser() || IdemOwnsRelation(keys, GetUserId()) ||
+		(OidIsValid(admin) && has_privs_of_role(GetUserId(), admin));
+}
+
+/* Refuse the statement if one of its targets reaches idempotency_keys */
+static void
+CheckUtilityStmt(Node *stmt)
+{
+	Oid			extoid;
+	List	   *targets;
+	ListCell   *lc;
+
+	if (!IsTransactionState())
+		return;
+	targets = GuardTargets(stmt);
+	if (targets == NIL)
 		return;
 	extoid = get_extension_oid("idempotency", true);
 	if (!OidIsValid(extoid))
 		return;
-	admin = get_role_oid("idempotency_admin", true);
-	if (OidIsValid(admin) && has_privs_of_role(GetUserId(), admin))
-		return;
 
-	foreach(lc, stmt->relations)
+	foreach(lc, targets)
 	{
-		RangeVar   *rv = lfirst_node(RangeVar, lc);
-		Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+		GuardTarget *t = (GuardTarget *) lfirst(lc);
 		ReachesContext cxt = {extoid, InvalidOid, NIL};
+		Oid			relid;
 
-		if (!OidIsValid(relid) || !RelationReaches(relid, &cxt) ||
-			IdemOwnsRelation(cxt.keys, GetUserId()))
+		if (t->mode <= RowExclusiveLock)
+			continue;
+		relid = RangeVarGetRelid(t->rv, NoLock, true);
+		if (!OidIsValid(relid) || !RelationReaches(relid, t->views, &cxt) ||
+			MayLockKeys(cxt.keys))
 			continue;
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to lock idempotency_keys in %s mode",
-						lock_mode_names[stmt->mode]),
+						lock_mode_names[t->mode]),
 				 relid != cxt.keys ?
-				 errdetail("View \"%s\" reads idempotency_keys.", rv->relname) : 0,
+				 errdetail("\"%s\" is an index of idempotency_keys or a view that reads it.",
+						   t->rv->relname) :
+				 errdetail("The statement is %s.", GetCommandTagName(CreateCommandTag(stmt))),
 				 errhint("A lock stronger than ROW EXCLUSIVE would stall every other claim of every scope. "
 						 "Only the table's owner and members of idempotency_admin may take one.")));
 	}
@@ -160,8 +412,7 @@ idem_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					ParamListInfo params, QueryEnvironment *queryEnv,
 					DestReceiver *dest, QueryCompletion *qc)
 {
-	if (IsA(pstmt->utilityStmt, LockStmt))
-		CheckLockStmt((LockStmt *) pstmt->utilityStmt);
+	CheckUtilityStmt(pstmt->utilityStmt);
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
