@@ -106,6 +106,26 @@ SELECT * FROM idem_claim('bad-lease', NULL, 'm42', lease => '0');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM idem_claim('bad-retention', NULL, 'm42', retention => '-1 s');
 \echo :LAST_ERROR_SQLSTATE
+-- checked as now + interval, months as the calendar counts them: this one
+-- compares above zero (12 months = 360 days there) but moves now back 5 or
+-- 6 days; as a retention it made a completed key born expired, so that the
+-- client's retry got 'new' (issue 10)
+SELECT * FROM idem_claim('bad-calendar', NULL, 'm42', retention => '-1 year 360 days 1 sec');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim('bad-calendar', NULL, 'm42', lease => '-1 year 360 days 1 sec');
+\echo :LAST_ERROR_SQLSTATE
+-- and sane at the far end: at most a century
+SELECT * FROM idem_claim('bad-far', NULL, 'm42', retention => '101 years');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim('bad-far', NULL, 'm42', lease => '1000000 years');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim('bad-far', NULL, 'm42', lease => '50 years', retention => '-2147483647 days');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim('bad-far', NULL, 'm42', lease => '2147483647 hours');
+\echo :LAST_ERROR_SQLSTATE
+SELECT outcome FROM idem_claim('ok-far', NULL, 'm42', lease => '1 hour', retention => '99 years');
+SELECT expires_at - now() > interval '98 years' AS kept_long FROM idem_lookup('ok-far', 'm42');
+SELECT count(*) FROM idempotency_keys WHERE key IN ('bad-calendar', 'bad-far');
 SELECT * FROM idem_claim('bad-wait', NULL, 'm42', wait => NULL);
 \echo :LAST_ERROR_SQLSTATE
 

@@ -113,6 +113,10 @@ SELECT idem_resolve('rel', 'm1', 'delete');
 \echo :LAST_ERROR_SQLSTATE
 SELECT idem_heartbeat('rel', 'm1', NULL, '0 s');
 \echo :LAST_ERROR_SQLSTATE
+SELECT idem_heartbeat('rel', 'm1', NULL, '-1 year 360 days 1 sec');
+\echo :LAST_ERROR_SQLSTATE
+SELECT idem_heartbeat('rel', 'm1', NULL, '200 years');
+\echo :LAST_ERROR_SQLSTATE
 
 -- resolve release: an operator frees a stuck key; its holder is fenced off
 SELECT token AS t3 FROM idem_claim('stuck', NULL, 'm1') \gset

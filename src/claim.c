@@ -152,7 +152,7 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 		  Datum *values, bool *nulls)
 {
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = a->now;
 	text	   *key = a->key;
 	text	   *scope = a->scope;
 	bytea	   *hash = a->hash;
@@ -341,8 +341,9 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 	IdemGetKeyArgs(fcinfo, keyarg, scopearg, &a->key, &a->scope);
 	a->lease = lease ? lease : IdemSecondsInterval(idem_lease_seconds);
 	a->retention = retention ? retention : IdemSecondsInterval(idem_retention_seconds);
-	IdemCheckPositiveInterval(a->lease, "lease", a->key, a->scope);
-	IdemCheckPositiveInterval(a->retention, "retention", a->key, a->scope);
+	a->now = GetCurrentTimestamp();
+	IdemCheckInterval(a->lease, "lease", a->now, a->key, a->scope);
+	IdemCheckInterval(a->retention, "retention", a->now, a->key, a->scope);
 	a->wait = wait;
 	a->probe = false;
 

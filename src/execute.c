@@ -452,7 +452,7 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		args[1] = PointerGetDatum(a->key);
 		args[2] = a->hash ? PointerGetDatum(a->hash) : (Datum) 0;
 		argnulls[2] = a->hash ? ' ' : 'n';
-		args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+		args[3] = TimestampTzGetDatum(a->now);
 		args[4] = IntervalPGetDatum(a->retention);
 		args[5] = code;
 		argnulls[5] = code_null ? 'n' : ' ';

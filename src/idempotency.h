@@ -104,8 +104,8 @@ extern char *IdemKeyForMessage(text *key);
 extern void IdemRememberClaim(text *scope, text *key, int64 token);
 extern bool IdemRecallClaim(text *scope, text *key, int64 *token);
 extern Interval *IdemSecondsInterval(int seconds);
-extern void IdemCheckPositiveInterval(Interval *iv, const char *what,
-									  text *key, text *scope);
+extern void IdemCheckInterval(Interval *iv, const char *what, TimestampTz now,
+							  text *key, text *scope);
 extern int	IdemErrdetailKey(text *key, text *scope);
 
 /* claim.c: columns of idem_claim's (and idem_execute's) result */
@@ -132,6 +132,7 @@ typedef struct IdemClaimArgs
 	bool		wait;
 	bool		probe;			/* return NULL, writing nothing, if no row */
 	Oid			nspid;
+	TimestampTz now;			/* the time the claim is made at */
 } IdemClaimArgs;
 
 extern void IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname,

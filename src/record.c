@@ -205,13 +205,15 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 	KeyCall		call;
 	Datum		args[5];
 	Interval   *lease;
+	TimestampTz now;
 	TimestampTz until;
 	bool		isnull;
 
 	GetHolderCall(fcinfo, "idem_heartbeat", 0, 1, 2, &call);
 	lease = PG_ARGISNULL(3) ? IdemSecondsInterval(idem_lease_seconds) : PG_GETARG_INTERVAL_P(3);
-	IdemCheckPositiveInterval(lease, "lease", call.key, call.scope);
-	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	now = GetCurrentTimestamp();
+	IdemCheckInterval(lease, "lease", now, call.key, call.scope);
+	args[3] = TimestampTzGetDatum(now);
 	args[4] = IntervalPGetDatum(lease);
 
 	SPI_connect();

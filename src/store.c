@@ -494,20 +494,49 @@ IdemErrdetailKey(text *key, text *scope)
 					 IdemKeyForMessage(key), IdemKeyForMessage(scope));
 }
 
-/* Reject a lease or retention that is not positive */
-void
-IdemCheckPositiveInterval(Interval *iv, const char *what, text *key, text *scope)
-{
-	Interval   *zero = IdemSecondsInterval(0);
+/* The longest lease or retention: a century, far inside timestamptz's range */
+#define IDEM_MAX_INTERVAL_DAYS	36525
 
-	if (!DatumGetBool(DirectFunctionCall2(interval_gt,
-										  IntervalPGetDatum(iv),
-										  IntervalPGetDatum(zero))))
+/*
+ * Reject a lease or retention that does not move now forward, or moves it
+ * past a century.  It is checked as now + interval, the way it is used, so
+ * that months count as the calendar counts them: '-1 year 360 days 1 sec'
+ * compares above zero (a month is 30 days there) but moves now backwards.
+ * Each component is bounded first, so that the sum cannot overflow.
+ */
+void
+IdemCheckInterval(Interval *iv, const char *what, TimestampTz now,
+				  text *key, text *scope)
+{
+	const int64 max_usecs = (int64) IDEM_MAX_INTERVAL_DAYS * USECS_PER_DAY;
+	bool		too_long;
+	TimestampTz end = 0;
+
+	too_long = Abs((int64) iv->month) > IDEM_MAX_INTERVAL_DAYS / 28 ||
+		Abs((int64) iv->day) > IDEM_MAX_INTERVAL_DAYS ||
+		iv->time > max_usecs || iv->time < -max_usecs;
+	if (!too_long)
+	{
+		end = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+													  TimestampTzGetDatum(now),
+													  IntervalPGetDatum(iv)));
+		too_long = end - now > max_usecs;
+	}
+	if (too_long)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is too long", what),
+				 errdetail("The %s given for key \"%s\" in scope \"%s\" is %s; the longest is 100 years.",
+						   what, IdemKeyForMessage(key), IdemKeyForMessage(scope),
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(iv))))));
+	if (end <= now)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be a positive interval", what),
 				 errdetail("The %s given for key \"%s\" in scope \"%s\" is %s.", what,
 						   IdemKeyForMessage(key), IdemKeyForMessage(scope),
 						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   IntervalPGetDatum(iv))))));
+															   IntervalPGetDatum(iv)))),
+				 errhint("It is added to the current time, months as the calendar counts them.")));
 }
