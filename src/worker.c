@@ -596,6 +596,33 @@ ReportPassFinished(void)
 		;
 }
 
+/*
+ * The role expiry runs as: idempotency_admin.  If it is missing (renamed or
+ * dropped) or has been made a superuser, the pass fails rather than run the
+ * batches, and any trigger or policy function they fire, with a
+ * superuser's rights: the error is logged, counted in worker_errors, and
+ * the launcher backs off as after any failed pass.
+ */
+static Oid
+ExpiryRole(void)
+{
+	Oid			admin = get_role_oid("idempotency_admin", true);
+
+	if (!OidIsValid(admin))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("role \"idempotency_admin\" does not exist"),
+				 errdetail("Expiry runs as idempotency_admin, never as the superuser the worker connects as."),
+				 errhint("Rename the role back, or create it again with the privileges the extension grants it.")));
+	if (superuser_arg(admin))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"idempotency_admin\" must not be a superuser"),
+				 errdetail("Expiry runs with idempotency_admin's rights, which must be only the table privileges it needs."),
+				 errhint("ALTER ROLE idempotency_admin NOSUPERUSER.")));
+	return admin;
+}
+
 /* Error context: which database an expiry error came from */
 static void
 ExpireErrorContext(void *arg)
@@ -640,7 +667,7 @@ ExpireBatch(int batch_size)
 	nspid = ExtensionSchema();
 	if (OidIsValid(nspid))
 	{
-		Oid			admin = get_role_oid("idempotency_admin", true);
+		Oid			admin = ExpiryRole();
 		Oid			save_userid;
 		int			save_sec;
 
@@ -650,10 +677,9 @@ ExpireBatch(int batch_size)
 		 * transaction.
 		 */
 		GetUserIdAndSecContext(&save_userid, &save_sec);
-		if (OidIsValid(admin))
-			SetUserIdAndSecContext(admin, save_sec |
-								   SECURITY_LOCAL_USERID_CHANGE |
-								   SECURITY_RESTRICTED_OPERATION);
+		SetUserIdAndSecContext(admin, save_sec |
+							   SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
 		changed = IdemExpireBatch(nspid, GetCurrentTimestamp(), batch_size, &done);
 		SetUserIdAndSecContext(save_userid, save_sec);
 	}

@@ -34,6 +34,27 @@ sub log_errors
     return join("\n", grep { /\b(ERROR|FATAL|PANIC):/ } split /\n/, $log);
 }
 
+my $logpos;
+
+# A database was just made unusable for connections.  The launcher checks
+# each database before it starts a pass there, but a pass it started just
+# before the change connects after it, and PostgreSQL ends that connection
+# at FATAL (InitPostgres; a background worker cannot read pg_database
+# before it connects): at most that one line, and then silence.
+sub quiet_after_change
+{
+    my ($expected_fatal, $what) = @_;
+    usleep(1_000_000);
+    my @lines = grep { $_ ne '' } split /\n/, log_errors($logpos);
+    my @other = grep { !/$expected_fatal/ } @lines;
+    is(join("\n", @other), '', "no error for $what");
+    cmp_ok(scalar(@lines) - scalar(@other), '<=', 1,
+        "at most one pass, launched before the change, is refused its connection: $what");
+    $logpos = -s $node->logfile;
+    usleep(1_000_000);
+    is(log_errors($logpos), '', "and then nothing more: $what");
+}
+
 # $n completed rows in $scope of database $db, past expires_at
 sub add_due_rows
 {
@@ -53,7 +74,7 @@ sub rows_gone
 }
 
 # -- a database without the extension, and a missing one: quiet
-my $logpos = -s $node->logfile;
+$logpos = -s $node->logfile;
 $node->safe_psql('postgres', 'CREATE DATABASE noext');
 usleep(1_500_000);
 is(log_errors($logpos), '', 'no error for a database without the extension, nor for a missing one');
@@ -100,8 +121,8 @@ $logpos = -s $node->logfile;
 $node->safe_psql('postgres', 'CREATE DATABASE noconn');
 $node->safe_psql('noconn', 'CREATE EXTENSION idempotency');
 $node->safe_psql('postgres', 'ALTER DATABASE noconn ALLOW_CONNECTIONS false');
-usleep(1_000_000);
-is(log_errors($logpos), '', 'no error for a database with datallowconn = false');
+quiet_after_change(qr/FATAL:  database "noconn" is not currently accepting connections/,
+    'a database with datallowconn = false');
 
 # -- a database left invalid by an interrupted DROP DATABASE
 #    (datconnlimit = -2 from 15.4 on): quiet
@@ -109,8 +130,7 @@ $node->safe_psql('postgres', 'CREATE DATABASE invalid');
 $node->safe_psql('invalid', 'CREATE EXTENSION idempotency');
 $logpos = -s $node->logfile;
 $node->safe_psql('postgres', q{UPDATE pg_database SET datconnlimit = -2 WHERE datname = 'invalid'});
-usleep(1_000_000);
-is(log_errors($logpos), '', 'no error for an invalid database');
+quiet_after_change(qr/FATAL:  cannot connect to invalid database "invalid"/, 'an invalid database');
 $node->safe_psql('postgres', 'DROP DATABASE invalid');
 
 # -- a dropped database: no error loop; re-created, it is served again
@@ -189,6 +209,65 @@ cmp_ok($timeouts, '<=', 4, 'and backs off');
 is($waiting, '0', 'no pass waited on the lock for longer than lock_timeout');
 add_due_rows('postgres', 'unlocked', 1);
 ok(rows_gone('postgres', 'unlocked'), 'once the lock is gone, the worker resumes');
+
+# -- idempotency_admin missing (renamed by a CREATEROLE role) or made a
+# superuser: the pass refuses to run as the superuser it connects as
+$node->safe_psql('postgres', q{
+    SELECT idem_stats_reset();
+    CREATE TABLE trigger_ran_as (who text, super bool);
+    GRANT INSERT ON trigger_ran_as TO PUBLIC;
+    CREATE FUNCTION who() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO public.trigger_ran_as
+        SELECT current_user, rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user;
+        RETURN OLD;
+    END
+    $$;
+    CREATE TRIGGER who BEFORE DELETE ON idempotency_keys
+        FOR EACH ROW WHEN (OLD.scope LIKE 'noadmin%') EXECUTE FUNCTION who();
+    ALTER ROLE idempotency_admin RENAME TO renamed_admin;
+});
+$logpos = -s $node->logfile;
+add_due_rows('postgres', 'noadmin', 1);
+usleep(3_000_000);
+ok($node->log_contains(qr/ERROR:  role "idempotency_admin" does not exist/, $logpos),
+    'without idempotency_admin the pass fails, and says why');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM idempotency_keys WHERE scope = 'noadmin'}), '1',
+    'nothing is expired');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM trigger_ran_as'), '0',
+    'no trigger ran (before the fix it ran as the bootstrap superuser)');
+cmp_ok($node->safe_psql('postgres', 'SELECT worker_errors FROM idempotency_stats'), '>=', 1,
+    'the failed pass is counted');
+$node->safe_psql('postgres', 'ALTER ROLE renamed_admin RENAME TO idempotency_admin');
+ok(rows_gone('postgres', 'noadmin'), 'with the role back, the worker resumes');
+is($node->safe_psql('postgres', 'SELECT who || super FROM trigger_ran_as'), 'idempotency_adminfalse',
+    'and the trigger runs as idempotency_admin, not a superuser');
+$node->safe_psql('postgres', 'ALTER ROLE idempotency_admin SUPERUSER');
+$logpos = -s $node->logfile;
+add_due_rows('postgres', 'noadmin-super', 1);
+usleep(3_000_000);
+ok($node->log_contains(qr/ERROR:  role "idempotency_admin" must not be a superuser/, $logpos),
+    'an idempotency_admin made superuser is refused too');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM idempotency_keys WHERE scope = 'noadmin-super'}), '1',
+    'and nothing is expired');
+$node->safe_psql('postgres', 'ALTER ROLE idempotency_admin NOSUPERUSER');
+ok(rows_gone('postgres', 'noadmin-super'), 'until it is an ordinary role again');
+$node->safe_psql('postgres', 'DROP TRIGGER who ON idempotency_keys');
+
+# -- CREATE EXTENSION ... SCHEMA x: the roles need USAGE on x (README,
+# "Installing"); until they have it every pass fails, and says why
+$node->safe_psql('postgres', 'CREATE DATABASE nosuchdb');
+$node->safe_psql('nosuchdb', 'CREATE SCHEMA x; CREATE EXTENSION idempotency SCHEMA x');
+$logpos = -s $node->logfile;
+$node->safe_psql('nosuchdb', q{
+    INSERT INTO x.idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+    VALUES ('s', 'k', 'completed', nextval('x.idempotency_token_seq'), now(), now(), now() - interval '1 s')});
+usleep(2_000_000);
+ok($node->log_contains(qr/ERROR:  permission denied for schema x/, $logpos),
+    'an extension in a schema the roles cannot use: the pass fails and says why');
+$node->safe_psql('nosuchdb', 'GRANT USAGE ON SCHEMA x TO idempotency_app');
+ok($node->poll_query_until('nosuchdb', 'SELECT count(*) = 0 FROM x.idempotency_keys'),
+    'with USAGE granted to idempotency_app, the worker expires there');
 
 $node->stop;
 done_testing();
