@@ -5,8 +5,9 @@
 # initdb, pg_ctl and pg_regress refuse to run as root.
 
 PG_MAJOR=15
-PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
-PGXS_DIR=/usr/lib/postgresql/$PG_MAJOR/lib/pgxs
+# PG_BIN: Debian's PostgreSQL 15 unless set (a relocated copy of it, say)
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}
+PGXS_DIR=$(dirname "$PG_BIN")/lib/pgxs
 
 # -Wno-unused-parameter: PostgreSQL 15's own headers trip it (static inline
 # functions in lib/ilist.h and storage/bufpage.h ignore a parameter), and so
@@ -28,10 +29,11 @@ PG_CFLAGS_STRICT="-Wall -Wextra -Werror -Wno-unused-parameter"
 #   build-essential debhelper postgresql-server-dev-all fakeroot: test/deb.sh
 #                          (dpkg-buildpackage insists on build-essential)
 #   procps                 pgrep/ps (absent from minimal images)
+#   valgrind               the valgrind suite (memcheck)
 PACKAGES="make gcc libc6-dev perl procps postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR
 postgresql-server-dev-$PG_MAJOR postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl
 libipc-run-perl build-essential debhelper postgresql-server-dev-all fakeroot
-libpq-dev redis-server libhiredis-dev"
+libpq-dev redis-server libhiredis-dev valgrind"
 
 # The same results whatever the caller's environment: UTF-8 (the expected
 # outputs contain non-ASCII text), no stray libpq settings.
