@@ -16,6 +16,14 @@ OBJS = \
 DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql idempotency--0.2.0.sql
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 
+# Every build warns the same (make, test/run.sh, bench/run.sh, pg_buildext):
+# every -Wall -Wextra warning is an error, except -Wunused-parameter, which
+# PostgreSQL 15's own headers trip (static inline functions in lib/ilist.h
+# and storage/bufpage.h ignore a parameter), as does every PG_FUNCTION_ARGS
+# function that reads none.  PG_CFLAGS reaches the compiler that builds the
+# library; PGXS's clang pass for the JIT bitcode (.bc) keeps its own flags.
+PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter
+
 # pg_regress: sql/*.sql against expected/*.out, on a private server.
 REGRESS = setup claim record hash guc input expire stats execute plans
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf

@@ -3,9 +3,9 @@
 #
 # On a fresh Debian bookworm machine, as root (re-runs are fine): installs
 # the Debian packages the suites need (apt-get update only when one is
-# missing), builds the extension with warnings as errors, installs it, copies
-# the tree to a temporary directory the postgres OS user owns, and runs every
-# suite there on throwaway servers as that user:
+# missing), builds the extension (the Makefile makes warnings errors),
+# installs it, copies the tree to a temporary directory the postgres OS user
+# owns, and runs every suite there on throwaway servers as that user:
 #   regress    make installcheck's pg_regress over sql/ (expected/)
 #   isolation  make installcheck's pg_isolation_regress over test/specs
 #   pgtap      pg_prove over test/pgtap/*.sql, a fresh database per file
@@ -295,7 +295,7 @@ done
 echo "idempotency test run: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, suites: $SUITES"
 START=$SECONDS
 install_packages || { fail "install packages"; finish; }
-build_and_install || { fail "build with $PG_CFLAGS_STRICT"; finish; }
+build_and_install || { fail "build"; finish; }
 make_workdir
 export IDEM_TMP=$WORK # test/deb.sh puts its files under ours
 for s in $SUITES; do
