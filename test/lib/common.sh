@@ -6,7 +6,6 @@
 
 PG_MAJOR=15
 PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
-PGXS_DIR=/usr/lib/postgresql/$PG_MAJOR/lib/pgxs
 
 # Debian bookworm package names (checked with dpkg -L / apt-cache):
 #   postgresql-15          server, initdb, pg_ctl, contrib modules (amcheck,
