@@ -1,8 +1,9 @@
 # shellcheck shell=bash disable=SC2034
-# test/lib/common.sh: what test/run.sh, test/demo.sh, test/deb.sh and
-# bench/run.sh share.  Source it from the repository root.  They run as root
-# on Debian bookworm; PostgreSQL itself runs as the postgres OS user, because
-# initdb, pg_ctl and pg_regress refuse to run as root.
+# test/lib/common.sh: what test/run.sh, test/demo.sh, test/deb.sh,
+# bench/run.sh and bench/expire_bench.sh share.  Source it from the
+# repository root.  They run as root on Debian bookworm; PostgreSQL itself
+# runs as the postgres OS user, because initdb, pg_ctl and pg_regress refuse
+# to run as root.
 
 PG_MAJOR=15
 PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
@@ -104,10 +105,11 @@ free_port()
 	echo "$port"
 }
 
-# Start a throwaway server in $1 (data dir) on port $2, sockets in $WORK.
+# Start a throwaway server in $1 (data dir) on port $2, sockets in $WORK;
+# $3: more postgresql.conf lines, if any.
 start_server()
 {
-	local data=$1 port=$2
+	local data=$1 port=$2 more=${3:-}
 	as_postgres initdb -D "$data" -A trust --no-sync >/dev/null || return 1
 	cat >>"$data/postgresql.conf" <<CONF
 port = $port
@@ -115,6 +117,7 @@ listen_addresses = '127.0.0.1'
 unix_socket_directories = '$WORK'
 shared_preload_libraries = 'idempotency'
 fsync = on
+$more
 CONF
 	as_postgres pg_ctl -D "$data" -l "$data/server.log" -w start >/dev/null ||
 		{ tail -n 20 "$data/server.log" >&2; return 1; }
