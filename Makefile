@@ -16,16 +16,36 @@ OBJS = \
 DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql idempotency--0.2.0.sql
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 
-# pg_regress: sql/*.sql against expected/*.out, on a private server.
-REGRESS = setup claim record hash guc input expire stats execute execute_hostile plans
-REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
+# Every build warns the same (make, test/run.sh, bench/run.sh, pg_buildext):
+# every -Wall -Wextra warning is an error, except -Wunused-parameter, which
+# PostgreSQL 15's own headers trip (static inline functions in lib/ilist.h
+# and storage/bufpage.h ignore a parameter), as does every PG_FUNCTION_ARGS
+# function that reads none.  PG_CFLAGS reaches the compiler that builds the
+# library; PGXS's clang pass for the JIT bitcode (.bc) keeps its own flags.
+PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter
 
-# Isolation specs live in test/specs, their outputs in test/expected.
+# Tests, after make install (README.md, "Tests"):
+#   make installcheck        pg_regress over sql/ (expected/), then
+#                            pg_isolation_regress over test/specs/
+#                            (test/expected/), against the running server
+#                            (PGHOST, PGPORT), which needs the settings in
+#                            test/regress.conf
+#   make installcheck TEMP_INSTANCE=1
+#                            the same on private servers that pg_regress
+#                            starts with test/regress.conf (test/run.sh)
+#   make prove_installcheck  prove over test/t/*.pl; the TAP tests start
+#                            servers of their own from the installed
+#                            binaries (PROVE_TESTS=test/t/010_worker.pl: one)
+REGRESS = setup claim record hash guc input expire stats execute execute_hostile plans
 ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
 	claim_repeatable_read claim_serializable takeover execute execute_race
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
-	--temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf \
 	--load-extension=idempotency
+ifdef TEMP_INSTANCE
+REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
+ISOLATION_OPTS += --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf
+endif
+PROVE_TESTS = test/t/*.pl
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -37,10 +57,14 @@ ifdef VPATH
 $(shell mkdir -p src)
 endif
 
-# ---- test targets (used by test/run.sh; every suite also runs alone) ----
-# make test [SUITES="regress isolation pgtap tap http package"]: test/run.sh
-# (as root; installs packages, builds, installs, runs the suites named, or all)
-# make demo: test/demo.sh
+# PGXS has the recipe for prove_installcheck, but no target.
+.PHONY: prove_installcheck
+prove_installcheck:
+	$(prove_installcheck)
+
+# make test [SUITES="regress isolation pgtap tap http package bench"]:
+# test/run.sh (as root; installs packages, builds, installs, runs the suites
+# named, or all).  make demo: test/demo.sh
 .PHONY: test demo
 test:
 	bash test/run.sh $(SUITES)

@@ -31,9 +31,9 @@
 # it to bench/results/<date>[-quick|-scale].txt.  Exits non-zero if any
 # request failed or an exactly-once check failed.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+. test/lib/common.sh # packages, environment, build, work directory, servers
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PG_BIN=/usr/lib/postgresql/15/bin
 CLIENTS=8
 ROUNDS=3
 RUN_SECONDS=8
@@ -46,7 +46,7 @@ WHAT=default
 BUILD=1
 SAVE=1
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,30p' bench/run.sh | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) WHAT=quick ROUNDS=1 RUN_SECONDS=4 STORAGE_KEYS=20000 ;;
@@ -64,45 +64,33 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || { echo "run as root (PostgreSQL and Redis run as their own OS users)" >&2; exit 2; }
 
-export LANG=C.UTF-8 LC_ALL=C.UTF-8
-for v in $(env | sed -n 's/^\(PG[A-Z]*\)=.*/\1/p'); do unset "$v"; done
-
 log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 commas() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }   # 12345 -> 12,345
 
 # --- packages: only the missing ones, only then apt-get update
-PACKAGES="gcc make libc6-dev procps postgresql-15 postgresql-client-15 postgresql-server-dev-15 libpq-dev
-redis-server libhiredis-dev"
-missing=""
-for p in $PACKAGES; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-	log "installing:$missing"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	# shellcheck disable=SC2086
-	apt-get install -y -qq --no-install-recommends $missing </dev/null >/dev/null
-fi
+apt_install gcc make libc6-dev procps postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
+	libpq-dev redis-server libhiredis-dev
 
-# --- work directory; everything the run starts is stopped on exit
-WORK=$(mktemp -d /tmp/idempotency-bench.XXXXXX)
-chmod 755 "$WORK"
-PGDATA_DIR=$WORK/data
+# --- build and install the extension (the Makefile makes warnings errors);
+# a copy of the tree the postgres user owns is the work directory;
+# everything the run starts is stopped on exit
+if [ "$BUILD" = 1 ]; then
+	log "build and install the extension"
+	build_and_install >/dev/null
+fi
+make_workdir
 REDIS_PID=""
 cleanup()
 {
 	local rc=$?
-	if [ -f "$PGDATA_DIR/postmaster.pid" ]; then
-		runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null 2>&1 || true
-	fi
+	stop_server "$WORK/data"
 	if [ -n "$REDIS_PID" ] && kill -0 "$REDIS_PID" 2>/dev/null; then
 		kill "$REDIS_PID" 2>/dev/null || true
 		for _ in $(seq 50); do kill -0 "$REDIS_PID" 2>/dev/null || break; sleep 0.1; done
 	fi
-	if [ "$rc" != 0 ] && [ -f "$PGDATA_DIR/server.log" ]; then
+	if [ "$rc" != 0 ] && [ -f "$WORK/data/server.log" ]; then
 		echo "--- last lines of the server log:" >&2
-		tail -n 15 "$PGDATA_DIR/server.log" >&2
+		tail -n 15 "$WORK/data/server.log" >&2
 	fi
 	rm -rf "$WORK"
 	exit "$rc"
@@ -110,50 +98,20 @@ cleanup()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port()
-{
-	local port=$1
-	while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
-	echo "$port"
-}
-
-# --- build and install the extension from a private copy of the tree (the
-# repository's own build products are left alone), and the driver
-if [ "$BUILD" = 1 ]; then
-	log "build (-Wall -Wextra -Werror) and install the extension"
-	mkdir "$WORK/build"
-	(cd "$ROOT" && tar --exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
-		--exclude=./bench/results --exclude=./results --exclude=./tmp_check --exclude=./test \
-		--exclude=./examples --exclude=./debian -cf - .) | tar -C "$WORK/build" -xf -
-	make -s -C "$WORK/build" PG_CONFIG="$PG_BIN/pg_config" \
-		PG_CFLAGS="-Wall -Wextra -Werror -Wno-unused-parameter" >/dev/null
-	make -s -C "$WORK/build" PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
-fi
 log "build the driver"
 gcc -O2 -Wall -Wextra -Werror -pthread -I"$("$PG_BIN/pg_config" --includedir)" \
-	"$ROOT/bench/driver.c" -o "$WORK/driver" -lpq -lhiredis
+	bench/driver.c -o "$WORK/driver" -lpq -lhiredis
 
 # --- PostgreSQL: as the postgres OS user, 127.0.0.1 only, durable commits
 PORT=$(free_port 55432)
-mkdir "$PGDATA_DIR" && chown postgres:postgres "$PGDATA_DIR" && chmod 700 "$PGDATA_DIR"
-runuser -u postgres -- "$PG_BIN/initdb" -D "$PGDATA_DIR" -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
-cat >>"$PGDATA_DIR/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = '127.0.0.1'
-unix_socket_directories = '$WORK'
-shared_preload_libraries = 'idempotency'
-fsync = on
-synchronous_commit = on
+start_server "$WORK/data" "$PORT" "synchronous_commit = on
 full_page_writes = on
 shared_buffers = 1GB
 # no checkpoint inside a measurement: WAL per request is the records
 # themselves (full-page images after a checkpoint come on top)
 max_wal_size = 20GB
-checkpoint_timeout = 1h
-CONF
-chown postgres:postgres "$WORK"   # the socket directory
-runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PGDATA_DIR/server.log" -w start >/dev/null
-sql() { runuser -u postgres -- "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" "$@"; }
+checkpoint_timeout = 1h"
+sql() { as_postgres psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" "$@"; }
 CONNINFO="host=127.0.0.1 port=$PORT dbname=postgres user=app"
 
 # --- Redis (not for --scale): Debian's redis-server as the redis OS user,
@@ -180,13 +138,13 @@ REQ_OF="jsonb_build_object('order_id', $KEY_OF, 'amount', 3000, 'currency', 'TWD
 sql -d postgres -c "CREATE EXTENSION idempotency" -c "CREATE ROLE app LOGIN IN ROLE idempotency_app" >/dev/null
 schema()   # $1: database
 {
-	runuser -u postgres -- "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U app -d "$1" \
+	sql -U app -d "$1" \
 		-c "CREATE TABLE payments (id bigserial PRIMARY KEY, order_id text NOT NULL, amount int NOT NULL,
 		        created_at timestamptz NOT NULL DEFAULT now())" \
 		-c "CREATE INDEX payments_order_id_idx ON payments (order_id)" \
 		-c "CREATE TABLE payments_uk (id bigserial PRIMARY KEY, order_id text NOT NULL UNIQUE, amount int NOT NULL,
 		        created_at timestamptz NOT NULL DEFAULT now())" \
-		-f "$ROOT/bench/plpgsql_reference.sql" >/dev/null
+		-f bench/plpgsql_reference.sql >/dev/null
 }
 sql -d postgres -c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
 schema postgres
@@ -200,7 +158,7 @@ fill_keys()   # $1 $2: completed keys key_of($1) .. key_of($2) in idempotency_ke
 	    FROM generate_series($1, $2) i"
 }
 
-driver() { "$WORK/driver" --pg "$CONNINFO" --clients "$CLIENTS" --server-pids "$(head -n 1 "$PGDATA_DIR/postmaster.pid"),$REDIS_PID" "$@"; }
+driver() { "$WORK/driver" --pg "$CONNINFO" --clients "$CLIENTS" --server-pids "$(head -n 1 "$WORK/data/postmaster.pid"),$REDIS_PID" "$@"; }
 
 machine()
 {
@@ -268,8 +226,8 @@ if [ "$WHAT" = scale ]; then
 		sed 's/^/  /' "$WORK/scale.txt"
 	} | tee "$OUT"
 	if [ "$SAVE" = 1 ]; then
-		mkdir -p "$ROOT/bench/results"
-		cp "$OUT" "$ROOT/bench/results/$(date -u +%Y-%m-%d)-scale.txt"
+		mkdir -p "bench/results"
+		cp "$OUT" "bench/results/$(date -u +%Y-%m-%d)-scale.txt"
 		log "saved bench/results/$(date -u +%Y-%m-%d)-scale.txt"
 	fi
 	[ "$(awk '{s += $9} END {print s + 0}' "$WORK/scale.txt")" = 0 ]
@@ -295,7 +253,7 @@ if [ "$WHAT" != check ]; then
 	schema storage
 	storage_fill()   # $1: claim function, $2: complete function
 	{
-		runuser -u postgres -- "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U app -d storage -c "
+		sql -U app -d storage -c "
 		DO \$\$
 		DECLARE
 		    k text; resp jsonb;
@@ -326,7 +284,7 @@ if [ "$WHAT" != check ]; then
 	# 100-byte response as its row, {"r": ...}
 	log "storage: $STORAGE_KEYS keys through idem_execute"
 	sql -d storage -c "TRUNCATE idempotency_keys"
-	runuser -u postgres -- "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U app -d storage \
+	sql -U app -d storage \
 		-c "SET synchronous_commit = off" -c "
 	DO \$\$
 	DECLARE
@@ -458,10 +416,10 @@ OUT=$WORK/report.txt
 } | tee "$OUT"
 
 if [ "$SAVE" = 1 ]; then
-	mkdir -p "$ROOT/bench/results"
+	mkdir -p "bench/results"
 	name=$(date -u +%Y-%m-%d)
 	[ "$WHAT" = quick ] && name=$name-quick
-	cp "$OUT" "$ROOT/bench/results/$name.txt"
+	cp "$OUT" "bench/results/$name.txt"
 	log "saved bench/results/$name.txt"
 fi
 ! grep -q FAILED "$RAW" && [ "$(awk '{s += $9} END {print s + 0}' "$RAW")" = 0 ]

@@ -30,7 +30,8 @@ out=$(as_postgres psql -X -q -At -h "$WORK" -p "$PORT" -d postgres -v ON_ERROR_S
 	-c "SELECT idem_complete('deb', 201, '{\"ok\": true}')" -c "COMMIT" \
 	-c "SELECT outcome || ' ' || response FROM idem_claim('deb', '{\"a\": 1}')")
 echo "$out"
-[ "$out" = "$(printf '0.2.0\nnew\n\nreplay {"ok": true}')" ]
+version=$(sed -n "s/^default_version = '\(.*\)'$/\1/p" idempotency.control)
+[ "$out" = "$(printf '%s\nnew\n\nreplay {"ok": true}' "$version")" ]
 # the preloaded library's worker launcher starts soon after the server
 # accepts connections (later on a loaded machine): wait for it
 for _ in $(seq 100); do

@@ -3,14 +3,15 @@
 #
 # On a fresh Debian bookworm machine, as root (re-runs are fine): installs
 # the Debian packages the suites need (apt-get update only when one is
-# missing), builds the extension with warnings as errors, installs it, copies
-# the tree to a temporary directory the postgres OS user owns, and runs every
-# suite there on throwaway servers as that user:
-#   regress    make installcheck's pg_regress over sql/ (expected/)
-#   isolation  make installcheck's pg_isolation_regress over test/specs
+# missing), builds the extension (the Makefile makes warnings errors),
+# installs it, copies the tree to a temporary directory the postgres OS user
+# owns, and runs every suite there on throwaway servers as that user:
+#   regress    make installcheck TEMP_INSTANCE=1: pg_regress over sql/
+#              (expected/) on a private server
+#   isolation  the same for pg_isolation_regress over test/specs
 #   pgtap      pg_prove over test/pgtap/*.sql, a fresh database per file
-#   tap        prove over test/t/*.pl (PostgreSQL::Test::Cluster), one file
-#              at a time, with the environment PGXS's prove_installcheck sets
+#   tap        make prove_installcheck: prove over test/t/*.pl
+#              (PostgreSQL::Test::Cluster), one file at a time
 #   http       examples/http: the Node.js service over HTTP (node --test)
 #   package    test/deb.sh: build the .deb with pg_buildext, install it, use it
 #   bench      bench/run.sh --check: the benchmark's contention mode, short,
@@ -112,16 +113,14 @@ count_regress()
 	[ "$n" -gt 0 ] || fail "$suite (did not run)"
 }
 
-# One pg_regress suite through PGXS's installcheck, with the Makefile's own
-# REGRESS/ISOLATION lists and options (--temp-instance, --temp-config).
+# One pg_regress suite: make installcheck TEMP_INSTANCE=1 (private server,
+# test/regress.conf), with the other suite's list blanked out.
 # $1: suite name, $2: the make variable to blank out so only this suite runs,
 # $3: where its regression.diffs lands, relative to $WORK.
 run_installcheck()
 {
 	local suite=$1 other=$2 diffs=$WORK/$3 rc
-	run_logged "$WORK/$suite.log" \
-		runuser -u postgres -- env PATH="$PG_BIN:$PATH" TMPDIR="$WORK/tmp" \
-		make -C "$WORK" --no-print-directory PG_CONFIG="$PG_BIN/pg_config" "$other=" installcheck
+	run_logged "$WORK/$suite.log" "${MAKE_PG[@]}" installcheck TEMP_INSTANCE=1 "$other="
 	rc=$?
 	count_regress "$suite" "$WORK/$suite.log"
 	if [ -f "$diffs" ]; then
@@ -134,13 +133,13 @@ run_installcheck()
 
 suite_regress()
 {
-	say "regress (pg_regress, sql/)"
+	say "regress (make installcheck: pg_regress, sql/)"
 	run_installcheck regress ISOLATION regression.diffs
 }
 
 suite_isolation()
 {
-	say "isolation (pg_isolation_regress, test/specs/)"
+	say "isolation (make installcheck: pg_isolation_regress, test/specs/)"
 	run_installcheck isolation REGRESS test/output_iso/regression.diffs
 }
 
@@ -175,28 +174,26 @@ suite_pgtap()
 	stop_server "$WORK/pgtap_data"
 }
 
-# prove, one file at a time, each with its own TESTDIR, and the environment
-# PGXS's prove_installcheck sets: PATH, PGPORT, PG_REGRESS, the -I flags.
+# make prove_installcheck, one file at a time; each file's tmp_check (its
+# servers' logs) is moved to tap/NAME before the next one starts.
 suite_tap()
 {
 	local n=0 f name dir
-	say "tap (prove, test/t/)"
+	say "tap (make prove_installcheck: prove, test/t/)"
+	as_postgres mkdir -p "$WORK/tap"
 	for f in test/t/*.pl; do
 		[ -e "$f" ] || continue
 		n=$((n + 1))
 		name=$(basename "$f" .pl)
 		dir=$WORK/tap/$name
-		as_postgres mkdir -p "$dir/tmp_check"
-		if run_logged "$dir.log" runuser -u postgres -- env -C "$WORK" \
-			PATH="$PG_BIN:$WORK:$PATH" TMPDIR="$WORK/tmp" TESTDIR="$dir" PGPORT=65432 \
-			PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" PG_TEST_PORT_DIR="$WORK/tmp" \
-			prove -I "$PGXS_DIR/src/test/perl/" -I . -I test/t "$f"; then
+		if run_logged "$dir.log" "${MAKE_PG[@]}" prove_installcheck PROVE_TESTS="$f"; then
 			pass "tap/$name"
 		else
 			fail "tap/$name"
 			cat "$dir.log"
-			tail_logs "$dir"/tmp_check/log/*
+			tail_logs "$WORK"/tmp_check/log/*
 		fi
+		[ -d "$WORK/tmp_check" ] && mv "$WORK/tmp_check" "$dir"
 	done
 	[ "$n" -gt 0 ] || note "no test/t/*.pl: suite skipped"
 }
@@ -400,8 +397,11 @@ done
 echo "idempotency test run: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, suites: $SUITES"
 START=$SECONDS
 install_packages || { fail "install packages"; finish; }
-build_and_install || { fail "build with $PG_CFLAGS_STRICT"; finish; }
+build_and_install || { fail "build"; finish; }
 make_workdir
+# make in the work directory as the postgres user: the Makefile's test targets
+MAKE_PG=(runuser -u postgres -- env TMPDIR="$WORK/tmp" make -C "$WORK" --no-print-directory
+	PG_CONFIG="$PG_BIN/pg_config")
 export IDEM_TMP=$WORK # test/deb.sh puts its files under ours
 for s in $SUITES; do
 	"suite_$s"

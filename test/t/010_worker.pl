@@ -6,6 +6,9 @@
 # re-reads its batch size and interval on SIGHUP.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use IdemTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -21,14 +24,6 @@ idempotency.worker_batch_size = 1000
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION idempotency');
-
-# ERROR, FATAL and PANIC lines in the server log from offset $from on
-sub log_errors
-{
-    my ($from) = @_;
-    my $log = slurp_file($node->logfile, $from);
-    return join("\n", grep { /\b(ERROR|FATAL|PANIC):/ } split /\n/, $log);
-}
 
 # $n completed rows in $scope (keys k1..kn) expiring at $expires
 sub add_rows
@@ -181,7 +176,7 @@ $holder->quit;
 ok($node->poll_query_until('postgres',
     q{SELECT count(*) = 0 FROM idempotency_keys WHERE scope = 'busy'}),
     'once committed, both are expired and deleted');
-is(log_errors($logpos), '', 'no error in the log: nothing waited for a lock');
+is(log_errors($node, $logpos), '', 'no error in the log: nothing waited for a lock');
 
 # -- SIGHUP: a new batch size
 set_worker('worker_batch_size', '7');

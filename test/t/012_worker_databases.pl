@@ -11,6 +11,9 @@
 # the fault is gone.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use IdemTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -26,14 +29,6 @@ idempotency.worker_interval = '100ms'
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION idempotency');
 
-# ERROR, FATAL and PANIC lines in the server log from offset $from on
-sub log_errors
-{
-    my ($from) = @_;
-    my $log = slurp_file($node->logfile, $from);
-    return join("\n", grep { /\b(ERROR|FATAL|PANIC):/ } split /\n/, $log);
-}
-
 my $logpos;
 
 # A database was just made unusable for connections.  The launcher checks
@@ -45,14 +40,14 @@ sub quiet_after_change
 {
     my ($expected_fatal, $what) = @_;
     usleep(1_000_000);
-    my @lines = grep { $_ ne '' } split /\n/, log_errors($logpos);
+    my @lines = grep { $_ ne '' } split /\n/, log_errors($node, $logpos);
     my @other = grep { !/$expected_fatal/ } @lines;
     is(join("\n", @other), '', "no error for $what");
     cmp_ok(scalar(@lines) - scalar(@other), '<=', 1,
         "at most one pass, launched before the change, is refused its connection: $what");
     $logpos = -s $node->logfile;
     usleep(1_000_000);
-    is(log_errors($logpos), '', "and then nothing more: $what");
+    is(log_errors($node, $logpos), '', "and then nothing more: $what");
 }
 
 # $n completed rows in $scope of database $db, past expires_at
@@ -77,7 +72,7 @@ sub rows_gone
 $logpos = -s $node->logfile;
 $node->safe_psql('postgres', 'CREATE DATABASE noext');
 usleep(1_500_000);
-is(log_errors($logpos), '', 'no error for a database without the extension, nor for a missing one');
+is(log_errors($node, $logpos), '', 'no error for a database without the extension, nor for a missing one');
 
 # -- CREATE EXTENSION: nothing happens until it commits, then the worker works
 $logpos = -s $node->logfile;
@@ -92,7 +87,7 @@ $creator->query_safe(q{
 usleep(1_000_000);
 is($creator->query_safe(q{SELECT count(*) FROM idempotency_keys WHERE scope = 'c'}), '10',
     'while CREATE EXTENSION has not committed, the worker does nothing there');
-is(log_errors($logpos), '', 'and logs nothing');
+is(log_errors($node, $logpos), '', 'and logs nothing');
 $creator->query_safe('COMMIT');
 $creator->quit;
 ok(rows_gone('noext', 'c'), 'once it commits, the worker expires there');
@@ -144,12 +139,12 @@ usleep(1_000_000);
 # A pass started just before the DROP may log once that its database is
 # gone (or being dropped); nothing else.
 my @gone = grep { !/FATAL:  (database \d+ does not exist|cannot connect to invalid database)/ }
-  grep { $_ ne '' } split /\n/, log_errors($logpos);
+  grep { $_ ne '' } split /\n/, log_errors($node, $logpos);
 is(join("\n", @gone), '', 'DROP DATABASE succeeds under the worker, with no other error');
-cmp_ok(scalar(() = log_errors($logpos) =~ /FATAL/g), '<=', 1, 'its database is reported gone at most once');
+cmp_ok(scalar(() = log_errors($node, $logpos) =~ /FATAL/g), '<=', 1, 'its database is reported gone at most once');
 $logpos = -s $node->logfile;
 usleep(1_000_000);
-is(log_errors($logpos), '', 'and then never again');
+is(log_errors($node, $logpos), '', 'and then never again');
 $node->safe_psql('postgres', 'CREATE DATABASE gone');
 $node->safe_psql('gone', 'CREATE EXTENSION idempotency');
 add_due_rows('gone', 'g', 10);
