@@ -134,7 +134,7 @@ SELECT token AS t1 FROM idem_claim('again', NULL, 'm42') \gset
 SELECT idem_release('again', 'm42', :t1);
 SELECT token > :t1 AS larger FROM idem_claim('again', NULL, 'm42');
 
--- a transaction may claim any number of keys: no lock is held per key
+-- a transaction may claim any number of keys: at most 64 key locks are held
 -- (10,000 is more than the shared lock table holds at the default settings)
 BEGIN;
 SELECT count(*) AS claimed FROM generate_series(1, 10000) i, idem_claim('batch-' || i, NULL, 'batch');

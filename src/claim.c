@@ -18,10 +18,22 @@
  * overwritten.  No lock is taken besides what those statements take: a
  * transaction may claim any number of keys.
  *
- * With wait => false a claim must not wait for another open transaction.
- * Its writes run in a subtransaction with lock_timeout at 1 ms; a lock
- * timeout there means another transaction holds the key uncommitted, and
- * the outcome is in_progress.
+ * Before it writes the key's row, a claim takes the key's lock: a
+ * transaction-level advisory lock on a 64-bit hash of (scope, key), held
+ * until its transaction ends.  A claim with wait => true waits for it (as it
+ * would wait for the other transaction's row anyway); with wait => false it
+ * only tries, and a lock held by another transaction means that transaction
+ * is writing the key: in_progress, at once.  A wait => false claim that must
+ * update a committed row first locks the row with SKIP LOCKED, so a row
+ * another transaction is changing (a holder's complete, the worker) is
+ * in_progress too.  So wait => false never waits for a lock and needs no
+ * subtransaction.  Readers (replays, in_progress) take no lock.  A
+ * transaction holds at most CLAIM_MAX_KEY_LOCKS key locks, so that a batch
+ * claiming thousands of keys cannot fill the shared lock table: past them,
+ * its claims take none (with wait => false they test the lock, with a
+ * session-level lock released at once).  A wait => false claim of a key
+ * such a batch wrote past its first CLAIM_MAX_KEY_LOCKS waits for the
+ * batch like wait => true.
  *
  * Under READ COMMITTED every statement sees the latest committed rows, so
  * the loop always makes progress.  Under REPEATABLE READ and SERIALIZABLE
@@ -35,14 +47,15 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_control.h"
+#include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "tcop/utility.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "idempotency.h"
 
 PG_FUNCTION_INFO_V1(idem_claim);
@@ -52,6 +65,12 @@ PG_FUNCTION_INFO_V1(idem_claim);
 
 /* retry_after when another transaction holds the key uncommitted */
 #define CLAIM_UNCOMMITTED_RETRY_SECONDS 1
+
+/* Key locks a transaction takes with wait => true (see the top of the file) */
+#define CLAIM_MAX_KEY_LOCKS 64
+
+/* Seed of the key lock's hash ("idem") */
+#define CLAIM_LOCK_SEED UINT64CONST(0x6964656d)
 
 /* Do the stored and the given request hashes count as the same request? */
 static bool
@@ -89,55 +108,104 @@ OutcomeStat(const char *outcome)
 	}
 }
 
+/* Key locks held by the current transaction */
+static LocalTransactionId key_locks_lxid = InvalidLocalTransactionId;
+static int	key_locks = 0;
+
 /*
- * Run one of a claim's writes; returns whether it changed a row.  With
- * wait => false it runs in a subtransaction with lock_timeout at 1 ms, and
- * a lock timeout sets *busy instead of raising: another open transaction
- * holds the key.
+ * The key's advisory lock id: a 64-bit hash of the scope, then the key,
+ * seeded with a secret of the cluster (initdb's random mock authentication
+ * nonce, which no SQL function returns), so that no role can compute
+ * another scope's lock id and hold it with pg_advisory_xact_lock().
+ */
+static int64
+KeyLockId(text *scope, text *key)
+{
+	static uint64 seed = 0;
+	uint64		h;
+
+	if (seed == 0)
+		seed = hash_bytes_extended((const unsigned char *) GetMockAuthenticationNonce(),
+								   MOCK_AUTH_NONCE_LEN, CLAIM_LOCK_SEED) | 1;
+	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(scope),
+							VARSIZE_ANY_EXHDR(scope), seed);
+	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
+							VARSIZE_ANY_EXHDR(key), h);
+	return (int64) h;
+}
+
+/*
+ * Take the key's lock before writing its row (see the top of the file).
+ * With wait, waits for a transaction that holds it; without, returns false
+ * at once when another transaction holds it.  Past CLAIM_MAX_KEY_LOCKS
+ * locks in this transaction none is taken: with wait, nothing is done;
+ * without, the lock is only tested.
+ */
+bool
+IdemLockKey(IdemClaimArgs *a, bool wait)
+{
+	Datum		args[3];
+	IdemStmt	stmt;
+	bool		isnull;
+
+	if (key_locks_lxid != IdemCurrentLxid())
+	{
+		key_locks_lxid = IdemCurrentLxid();
+		key_locks = 0;
+	}
+	if (key_locks < CLAIM_MAX_KEY_LOCKS)
+		stmt = wait ? IDEM_STMT_LOCK_KEY : IDEM_STMT_TRY_LOCK_KEY;
+	else if (wait)
+		return true;
+	else
+		stmt = IDEM_STMT_PROBE_LOCK_KEY;
+
+	args[0] = PointerGetDatum(a->scope);
+	args[1] = PointerGetDatum(a->key);
+	args[2] = Int64GetDatum(KeyLockId(a->scope, a->key));
+	IdemExecute(stmt, a->nspid, args, NULL, false, 0);
+	if (stmt == IDEM_STMT_LOCK_KEY)
+	{
+		key_locks++;
+		return true;
+	}
+	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+									1, &isnull)))
+		return false;
+	if (stmt == IDEM_STMT_TRY_LOCK_KEY)
+		key_locks++;
+	return true;
+}
+
+/*
+ * wait => false, before it updates the committed row it read: lock the
+ * row, unless another transaction has it locked (returns false).
+ */
+static bool
+TryLockRow(IdemClaimArgs *a)
+{
+	Datum		args[2];
+
+	args[0] = PointerGetDatum(a->scope);
+	args[1] = PointerGetDatum(a->key);
+	return IdemExecute(IDEM_STMT_TRY_LOCK_ROW, a->nspid, args, NULL, false, 0) > 0;
+}
+
+/*
+ * Run one of a claim's writes, after taking the key's lock (and, for an
+ * update with wait => false, the row's); returns whether it changed a row.
+ * Sets *busy, writing nothing, when wait => false finds either lock held by
+ * another transaction.
  */
 static bool
 ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, Datum *args, const char *argnulls,
 		   bool *busy)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool written = false;
-
-	*busy = false;
-	if (a->wait)
-		return IdemExecute(stmt, a->nspid, args, argnulls, false, 0) > 0;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		int			level = NewGUCNestLevel();
-
-		(void) set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		written = IdemExecute(stmt, a->nspid, args, argnulls, false, 0) > 0;
-		AtEOXact_GUC(true, level);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		*busy = true;
-	}
-	PG_END_TRY();
-	return written;
+	*busy = !IdemLockKey(a, a->wait) ||
+		(!a->wait && stmt != IDEM_STMT_INSERT && !TryLockRow(a));
+	if (*busy)
+		return false;
+	return IdemExecute(stmt, a->nspid, args, argnulls, false, 0) > 0;
 }
 
 /*

@@ -11,19 +11,25 @@
  * statement, and the claim with it.
  *
  * A key that has no row takes a shorter path that writes the key row once:
- * the statement runs in a subtransaction, then the row is inserted already
- * completed, with its response.  If a concurrent request claimed the key
- * first, that INSERT waits for it and fails on the primary key, or the
- * statement itself fails on a unique index or a deadlock it shares with
- * that request; then the subtransaction is rolled back, the statement's
- * work with it, and the call goes the general way below, which finds the
- * other request's row (replay, in_progress, or new if it rolled back).  So
- * a concurrent duplicate's statement may start, and be undone, but only one
- * commits.  Against the general way this saves the UPDATE of the key row:
- * its executor start-up, its new tuple and its index entries (WAL).  The
- * price is a subtransaction, so a second transaction id; at most
- * EXEC_MAX_SUBXACTS of them per transaction, after which the general way
- * is used, so that idem_execute never overflows the subtransaction cache.
+ * with the key's lock (claim.c), the statement runs in a subtransaction,
+ * then the row is inserted already completed, with its response.  If
+ * another transaction holds the key's lock, it is writing the key: the
+ * call waits for the lock and goes the general way below, which finds that
+ * transaction's row (replay, in_progress, or new if it rolled back).  A
+ * concurrent claim that holds no lock (a batch past its lock limit) makes
+ * the INSERT wait for it and fail on the primary key, or the statement
+ * fail on a unique index or a deadlock it shares with that claim; then the
+ * subtransaction is rolled back, the statement's work with it, and the call
+ * goes the general way too.  So only one statement commits.  Against the
+ * general way this saves the UPDATE of the key row: its executor start-up,
+ * its new tuple and its index entries (WAL).  The price is a
+ * subtransaction, so a second transaction id; at most EXEC_MAX_SUBXACTS of
+ * them per transaction, after which the general way is used, so that
+ * idem_execute never overflows the subtransaction cache.  The short way is
+ * taken only when writing the key's row cannot be refused to the caller
+ * (INSERT privilege, no row level security): otherwise the claim is written
+ * first, so that a scope the caller may not use is refused before its
+ * statement starts.
  *
  * Any other key (a row is there) goes the explicit pattern's way inside
  * the server: claim, statement, complete, without the round trips between
@@ -607,9 +613,22 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 
 	if (outcome == NULL)
 	{
-		/* no row: the short way, unless a concurrent claim got there first */
-		if (ExecuteNewKey(a, st, code, code_null, callcxt, values, nulls))
-			return;
+		/*
+		 * No row: the short way, with the key's lock, unless another
+		 * transaction holds that lock (it is writing the key: wait for it,
+		 * then go the general way) or a concurrent claim got there first.
+		 */
+		level = PinSearchPath();
+		if (IdemLockKey(a, false))
+		{
+			AtEOXact_GUC(true, level);
+			if (ExecuteNewKey(a, st, code, code_null, callcxt, values, nulls))
+				return;
+			level = PinSearchPath();
+		}
+		else
+			(void) IdemLockKey(a, true);
+		AtEOXact_GUC(true, level);
 		a->probe = false;
 		level = PinSearchPath();
 		outcome = IdemClaim(a, desc, callcxt, values, nulls);

@@ -66,6 +66,10 @@ typedef enum IdemStmt
 	IDEM_STMT_EXPIRE_STALE,
 	IDEM_STMT_EXPIRE_DELETE,
 	IDEM_STMT_INSERT_COMPLETED,
+	IDEM_STMT_LOCK_KEY,
+	IDEM_STMT_TRY_LOCK_KEY,
+	IDEM_STMT_PROBE_LOCK_KEY,
+	IDEM_STMT_TRY_LOCK_ROW,
 	IDEM_NUM_STMTS
 } IdemStmt;
 
@@ -141,6 +145,7 @@ extern void IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname,
 							  IdemClaimArgs *a);
 extern const char *IdemClaim(IdemClaimArgs *a, TupleDesc desc,
 							 MemoryContext callcxt, Datum *values, bool *nulls);
+extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
 
 /* hash.c */
 extern bytea *IdemHashJsonb(Datum jsonb);

@@ -176,6 +176,39 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 		3, {TIMESTAMPTZOID, INT8OID, BOOLOID}
 	},
 	/*
+	 * The key's lock, taken before a claim writes the key's row, held to the
+	 * end of the transaction: a transaction-level advisory lock on a 64-bit
+	 * hash of (scope, key) ($3).  wait => false only tries it.  Read through
+	 * the key's row (count(*) always yields one row) so that, on a
+	 * distributed table, the statement runs where the row lives.
+	 */
+	[IDEM_STMT_LOCK_KEY] = {
+		"SELECT pg_catalog.pg_advisory_xact_lock($3), pg_catalog.count(*)"
+		" FROM " KEYS WHERE_KEY,
+		3, {TEXTOID, TEXTOID, INT8OID}
+	},
+	[IDEM_STMT_TRY_LOCK_KEY] = {
+		"SELECT pg_catalog.pg_try_advisory_xact_lock($3), pg_catalog.count(*)"
+		" FROM " KEYS WHERE_KEY,
+		3, {TEXTOID, TEXTOID, INT8OID}
+	},
+	/*
+	 * wait => false in a transaction that holds CLAIM_MAX_KEY_LOCKS already:
+	 * is the key's lock free?  Asked with a session-level try, released at
+	 * once (it shares the lock space with the transaction-level locks).
+	 */
+	[IDEM_STMT_PROBE_LOCK_KEY] = {
+		"SELECT CASE WHEN pg_catalog.pg_try_advisory_lock($3)"
+		" THEN pg_catalog.pg_advisory_unlock($3) ELSE false END, pg_catalog.count(*)"
+		" FROM " KEYS WHERE_KEY,
+		3, {TEXTOID, TEXTOID, INT8OID}
+	},
+	/* wait => false, before updating a row: lock it, or learn who holds it */
+	[IDEM_STMT_TRY_LOCK_ROW] = {
+		"SELECT token FROM " KEYS WHERE_KEY " FOR NO KEY UPDATE SKIP LOCKED",
+		2, {TEXTOID, TEXTOID}
+	},
+	/*
 	 * idem_execute's new key: the key row written once, completed, after
 	 * the caller's statement ran, in a subtransaction (execute.c).  A plain
 	 * INSERT: a key claimed meanwhile makes it wait for that claim and then

@@ -355,13 +355,13 @@ CONF
 	cat "$WORK/valgrind_isolation/regression.diffs" 2>/dev/null
 	# the background worker: a pass that expires rows (the tests above keep
 	# its settings at their defaults, which guc.sql checks)
-	if as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 -c "
-		CREATE EXTENSION idempotency;
-		INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
-		SELECT 'vg', 'k' || i, 'completed', i, now(), now(), now() - interval '1 s'
-		FROM generate_series(1, 100) i;
-		ALTER SYSTEM SET idempotency.worker_interval = '1s';
-		SELECT pg_reload_conf();" >"$WORK/valgrind_worker.log" 2>&1 &&
+	if as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
+		-c "CREATE EXTENSION idempotency" \
+		-c "INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+			SELECT 'vg', 'k' || i, 'completed', i, now(), now(), now() - interval '1 s'
+			FROM generate_series(1, 100) i" \
+		-c "ALTER SYSTEM SET idempotency.worker_interval = '1s'" \
+		-c "SELECT pg_reload_conf()" >"$WORK/valgrind_worker.log" 2>&1 &&
 		wait_for_sql "$port" "SELECT count(*) = 0 FROM idempotency_keys WHERE scope = 'vg'" 300; then
 		pass "valgrind/worker (a pass expired 100 rows)"
 	else

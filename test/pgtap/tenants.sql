@@ -40,7 +40,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(74);
+SELECT plan(76);
 
 /* ---- helpers ---- */
 
@@ -201,6 +201,8 @@ SELECT is((SELECT count(*) FROM pg_stats WHERE tablename = 'idempotency_keys'), 
 
 /* ==== probe: an existing key of B's, in any state, answers like a missing one ==== */
 
+SELECT count(*) AS key_locks_before FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' \gset
+
 SELECT is((SELECT array_agg(DISTINCT pg_temp.err(format('SELECT idem_claim(%L, %L, %L)', k, r, 'tap_tenant_b'), k))
            FROM unnest(ARRAY['b-done', 'b-open', 'b-stale', 'b-failed', 'b-final', 'b-expired', 'b-nothing']) k,
                 unnest(ARRAY[NULL, '{"amount": 1}', '{"amount": 2}', '{"amount": 3}']) r),
@@ -222,6 +224,8 @@ SELECT is((SELECT array_agg(DISTINCT pg_temp.err(format('SELECT idem_execute(%L,
           'the same for idem_execute of a statement with an effect no rollback undoes');
 SELECT is((SELECT is_called FROM public.tenant_probe), false,
           'that statement never started (the sequence was never advanced): the scope is checked first');
+SELECT is((SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'), :key_locks_before::bigint,
+          'A''s refused claims of B''s keys left no key lock held (their lock went with the failed statement)');
 SELECT is((SELECT array_agg(DISTINCT replace(pg_temp.err(replace(c, '$T', coalesce(t.token, 1)::text), k.k), f, '<fn>'))
            FROM unnest(ARRAY['b-done', 'b-open', 'b-stale', 'b-failed', 'b-final', 'b-expired', 'b-nothing']) k(k)
            LEFT JOIN tokens t ON t.k = k.k,
@@ -242,8 +246,10 @@ SELECT is((SELECT array_agg(DISTINCT pg_temp.err(format('SELECT * FROM idem_look
 SET LOCAL row_security = on;
 /* a rejected claim leaves nothing behind that another claimer of B's key could wait for */
 SELECT is((SELECT array_agg(locktype || ' ' || mode) FROM pg_locks
-           WHERE pid = pg_backend_pid() AND locktype IN ('tuple', 'advisory', 'spectoken', 'page')),
-          NULL, 'after the rejected claims A holds no tuple, advisory or speculative-insertion lock');
+           WHERE pid = pg_backend_pid() AND locktype IN ('tuple', 'spectoken', 'page')),
+          NULL, 'after the rejected claims A holds no tuple or speculative-insertion lock');
+SELECT is((SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'), :key_locks_before::bigint,
+          'and no key lock beyond those of its own claims before');
 
 /* ==== change through the table ==== */
 
