@@ -20,7 +20,7 @@
 # server under DIR (fast shutdown, then SIGQUIT for any that remain).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../lib/common.sh
+# shellcheck source=test/lib/common.sh
 . "$here/../lib/common.sh"
 
 NODES="coordinator worker1 worker2"
@@ -85,9 +85,9 @@ do_start()
 {
 	local name port base=56000 coord
 	command -v runuser >/dev/null || { echo "runuser is missing" >&2; return 1; }
-	[ -f /usr/lib/postgresql/$PG_MAJOR/lib/citus.so ] ||
+	[ -f "/usr/lib/postgresql/$PG_MAJOR/lib/citus.so" ] ||
 		{ echo "citus is not installed: run ../shared/citus/build.sh" >&2; return 1; }
-	[ -f /usr/lib/postgresql/$PG_MAJOR/lib/idempotency.so ] ||
+	[ -f "/usr/lib/postgresql/$PG_MAJOR/lib/idempotency.so" ] ||
 		{ echo "idempotency is not installed: make install" >&2; return 1; }
 	for name in $NODES; do
 		[ -e "$DIR/$name" ] && { echo "$DIR/$name exists: stop and remove it first" >&2; return 1; }

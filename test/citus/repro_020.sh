@@ -11,7 +11,7 @@
 # distributed, and idem_claim, idem_release and idem_lookup delegated.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../lib/common.sh
+# shellcheck source=test/lib/common.sh
 . "$here/../lib/common.sh"
 [ $# -eq 1 ] || { echo "usage: $0 DIR (a cluster started by cluster.sh)" >&2; exit 2; }
 DIR=$(cd "$1" && pwd) || exit 2
