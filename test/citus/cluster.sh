@@ -24,6 +24,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../lib/common.sh"
 
 NODES="coordinator worker1 worker2"
+STARTED="" # nodes this run started: a failed start stops these only
 
 usage()
 {
@@ -68,17 +69,26 @@ CONF
 		{ tail -n 20 "$data/server.log" >&2; return 1; }
 }
 
-do_stop()
+# Stop the nodes named (fast shutdown), then SIGQUIT any server left in their
+# data directories
+stop_nodes()
 {
 	local name data
-	for name in $NODES; do
+	for name in "$@"; do
 		data=$DIR/$name
 		[ -f "$data/postmaster.pid" ] &&
 			as_postgres pg_ctl -D "$data" -m fast -w -t 30 stop >/dev/null 2>&1
+		kill_servers_under "$data"
 	done
-	# anything left (a node started by hand under DIR, a stuck shutdown)
-	kill_servers_under "$DIR"
 	return 0
+}
+
+do_stop()
+{
+	# shellcheck disable=SC2086 # a list of node names
+	stop_nodes $NODES
+	# anything else left under DIR (a node started by hand, a stuck shutdown)
+	kill_servers_under "$DIR"
 }
 
 do_start()
@@ -100,6 +110,7 @@ do_start()
 	for name in $NODES; do
 		port=$(free_port $base)
 		base=$((port + 1))
+		STARTED="$STARTED $name"
 		start_node "$name" "$port" || return 1
 		echo "$name $port $DIR/$name" >>"$DIR/ports"
 	done
@@ -138,9 +149,10 @@ shift
 case $cmd in
 	start)
 		if ! do_start; then
-			echo "cluster.sh: start failed; stopping what was started" >&2
-			for name in $NODES; do tail -n 5 "$DIR/$name/server.log" 2>/dev/null >&2; done
-			do_stop
+			echo "cluster.sh: start failed; stopping what it started:${STARTED:- nothing}" >&2
+			for name in $STARTED; do tail -n 5 "$DIR/$name/server.log" 2>/dev/null >&2; done
+			# shellcheck disable=SC2086 # a list of node names
+			stop_nodes $STARTED
 			exit 1
 		fi
 		;;
