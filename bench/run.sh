@@ -123,11 +123,14 @@ if [ "$WHAT" != scale ]; then
 	setpriv --reuid=redis --regid=redis --init-groups redis-server --port "$RPORT" --bind 127.0.0.1 \
 		--dir "$WORK/redis" --logfile "$WORK/redis/redis.log" --daemonize no &
 	REDIS_PID=$!
-	for _ in $(seq 50); do
+	# up to 30 s: a loaded machine can be slow to schedule it
+	for _ in $(seq 300); do
 		redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break
+		kill -0 "$REDIS_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	redis-cli -p "$RPORT" ping >/dev/null
+	redis-cli -p "$RPORT" ping >/dev/null ||
+		{ echo "Redis did not start:"; tail -n 20 "$WORK/redis/redis.log"; exit 1; }
 fi
 
 # key_of(i): the pre-completed keys the driver replays (same formula as key_of() in driver.c)
