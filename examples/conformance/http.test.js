@@ -124,6 +124,9 @@ const BAD = [
   ['order a number', '{"order": 17, "amount": 5}', 422],
   ['order too long', `{"order": "${'o'.repeat(65)}", "amount": 5}`, 422],
   ['currency lower case', '{"order": "x", "amount": 5, "currency": "eur"}', 422],
+  // valid JSON that PostgreSQL's jsonb refuses
+  ['\\u0000 in a string', '{"order": "x\\u0000", "amount": 5}', 400],
+  ['number beyond numeric', '{"order": "x", "amount": 5, "note": 1e1000000}', 400],
 ];
 
 for (const card of [false, true]) {

@@ -340,6 +340,12 @@ func answerError(c *gin.Context, err error) {
 				"Retry-After", "1")
 			return
 		}
+		// other data exceptions (class 22): PostgreSQL refused the body as
+		// jsonb (a \u0000 in a string, a number out of numeric's range)
+		if pqErr.Code.Class() == "22" {
+			WriteProblem(c, &Problem{Status: 400, Title: "Invalid request", Detail: "PostgreSQL did not accept the body."})
+			return
+		}
 	}
 	log.Printf("request failed: %v", err)
 	WriteProblem(c, &Problem{Status: 500, Title: "Internal error", Detail: "The payment was not made."})

@@ -96,6 +96,10 @@ function answerError(res, err) {
     case '25006':
       return problem(res, 503, 'Database is read-only', 'Retry later.', { 'Retry-After': '1' });
     default:
+      // other data exceptions (class 22): PostgreSQL refused the body as
+      // jsonb (a \u0000 in a string, a number out of numeric's range)
+      if (typeof err.code === 'string' && err.code.startsWith('22'))
+        return problem(res, 400, 'Invalid request', 'PostgreSQL did not accept the body.');
       console.error('request failed:', err);
       if (!res.headersSent) return problem(res, 500, 'Internal error', 'The payment was not made.');
   }
