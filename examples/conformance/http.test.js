@@ -89,6 +89,30 @@ test('20 concurrent duplicates: one payment, one first answer, 19 byte-identical
   assert.equal(await lib.countPayments(SCOPE, order), 1);
 });
 
+test('WAIT_FOR_DUPLICATES=false: 20 concurrent duplicates get 409 + Retry-After or the replay, one payment', async () => {
+  const nowait = await lib.startService({ CARD_NETWORK_URL: network.url, WAIT_FOR_DUPLICATES: 'false' });
+  const key = lib.uid('burst-nowait');
+  const order = lib.uid('order-burst-nowait');
+  const req = { key, scope: SCOPE, body: { order, amount: 501 } };
+  const rs = await Promise.all(Array.from({ length: 20 }, () => lib.pay(nowait, req)));
+  const firsts = rs.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') !== 'true');
+  assert.equal(firsts.length, 1);
+  for (const r of rs) {
+    if (r.status === 409) {
+      lib.assertProblem(r);
+      assert.ok(Number(r.headers.get('retry-after')) >= 1);
+    } else {
+      assert.equal(r.status, 201, r.text);
+      assert.equal(r.text, firsts[0].text);
+    }
+  }
+  const again = await lib.payUntilSettled(nowait, req);
+  assert.equal(again.headers.get('idempotent-replayed'), 'true');
+  assert.equal(again.text, firsts[0].text);
+  assert.equal(await lib.countPayments(SCOPE, order), 1);
+  await lib.kill(nowait);
+});
+
 test('another Merchant-Id (scope) is independent: same key, its own payment', async () => {
   const key = lib.uid('scoped');
   const order = lib.uid('order-scoped');

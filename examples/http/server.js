@@ -16,7 +16,7 @@
 // Environment: HOST (127.0.0.1), PORT (3000; 0 picks a free one), the PG*
 // variables of libpq (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE),
 // POOL_SIZE (20), LEASE_SECONDS (30), HEARTBEAT_SECONDS (LEASE_SECONDS / 3),
-// CARD_NETWORK_URL (http://127.0.0.1:4000).
+// CARD_NETWORK_URL (http://127.0.0.1:4000), WAIT_FOR_DUPLICATES (true).
 
 const http = require('node:http');
 const express = require('express');
@@ -40,6 +40,14 @@ const LEASE_SECONDS = envNumber('LEASE_SECONDS', 30, 1);
 const HEARTBEAT_SECONDS = envNumber('HEARTBEAT_SECONDS', LEASE_SECONDS / 3, 0.1);
 const CARD_NETWORK_URL = (process.env.CARD_NETWORK_URL || 'http://127.0.0.1:4000').replace(/\/+$/, '');
 const MAX_BODY = 64 * 1024;
+if (!['true', 'false', undefined, ''].includes(process.env.WAIT_FOR_DUPLICATES)) {
+  console.error('WAIT_FOR_DUPLICATES must be true or false');
+  process.exit(2);
+}
+// Default mode: a duplicate of a request whose transaction is still open
+// waits for it (holding a pool connection) and then replays (true), or is
+// answered 409 + Retry-After at once (false).  README.md: which to choose.
+const WAIT_FOR_DUPLICATES = process.env.WAIT_FOR_DUPLICATES !== 'false';
 
 // Requests use this pool.  Heartbeats have their own: when every request
 // connection is busy (or waiting for a duplicate), the leases of the card
@@ -158,7 +166,7 @@ function readPayment(req, res, next) {
 // sends exactly what PostgreSQL stored.
 const CLAIM = `SELECT outcome, token::text AS token, response_code, response::text AS response,
                       recovery_point, ceil(extract(epoch FROM retry_after))::int AS retry_after_s
-               FROM idem_claim($1, $2::jsonb, $3, lease => make_interval(secs => $4))`;
+               FROM idem_claim($1, $2::jsonb, $3, lease => make_interval(secs => $4), wait => $5)`;
 
 // Inserts the payment and returns the response as PostgreSQL's jsonb text.
 const INSERT_PAYMENT = `
@@ -177,12 +185,14 @@ async function insertPayment(client, scope, payment, authorization) {
 // ---- default mode: one transaction -------------------------------------
 
 // Claim, pay, record, commit.  A duplicate of a request still in its
-// transaction waits for it (holding its pool connection) and then replays.
+// transaction waits for it (holding its pool connection) and then replays,
+// or with WAIT_FOR_DUPLICATES=false gets 409 at once.
 async function payInTransaction(req, res, key, scope) {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const claim = (await client.query(CLAIM, [key, req.rawBody, scope, LEASE_SECONDS])).rows[0];
+    const claim = (await client.query(CLAIM,
+      [key, req.rawBody, scope, LEASE_SECONDS, WAIT_FOR_DUPLICATES])).rows[0];
     if (claim.outcome !== 'new' && claim.outcome !== 'reclaimed') {
       await client.query('COMMIT');
       return answerExisting(res, claim);
@@ -255,7 +265,7 @@ const checkpoint = (key, scope, token, point) =>
 // 'authorized:<id>' after it (a retry that finds it uses the id and calls
 // nothing).
 async function payWithCard(req, res, key, scope) {
-  const claim = (await pool.query(CLAIM, [key, req.rawBody, scope, LEASE_SECONDS])).rows[0];
+  const claim = (await pool.query(CLAIM, [key, req.rawBody, scope, LEASE_SECONDS, true])).rows[0];
   if (claim.outcome !== 'new' && claim.outcome !== 'reclaimed')
     return answerExisting(res, claim);
   const token = claim.token;
