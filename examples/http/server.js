@@ -119,7 +119,7 @@ function answerError(res, err) {
 function validatePayment(body) {
   if (body === null || typeof body !== 'object' || Array.isArray(body))
     return 'The body must be a JSON object.';
-  if (typeof body.order !== 'string' || body.order.length < 1 || body.order.length > 64)
+  if (typeof body.order !== 'string' || body.order === '' || [...body.order].length > 64)
     return '"order" must be a string of 1 to 64 characters.';
   if (!Number.isSafeInteger(body.amount) || body.amount < 1 || body.amount > 1e12)
     return '"amount" must be an integer from 1 to 1000000000000 (minor units).';
