@@ -227,9 +227,10 @@ http_modules()
 			return 0
 		fi
 		if (cd "$dir" && npm ci --offline --no-audit --no-fund) >>"$WORK/npm.log" 2>&1; then
-			HTTP_MODULES="npm ci --offline"
+			HTTP_MODULES="npm ci --offline (npm ci: $(sed -n 's/^npm \(ERR!\|error\) code //p' "$WORK/npm.log" | head -n 1))"
 			return 0
 		fi
+		note "npm ci failed: $(sed -n 's/^npm \(ERR!\|error\) code //p' "$WORK/npm.log" | tr '\n' ' ')"
 	fi
 	rm -rf "$dir/node_modules"
 	if debian_node && apt_install node-pg node-express >>"$WORK/npm.log" 2>&1; then
@@ -256,11 +257,14 @@ http_modules()
 # sources offer), beside which Debian's node-* packages install.
 debian_node()
 {
-	local bin ver
+	local bin ver offered
 	bin=$(readlink -f "$(command -v node)") || return 1
 	[ "$(dpkg -S "$bin" 2>/dev/null | cut -d: -f1)" = nodejs ] || return 1
 	ver=$(dpkg-query -W -f='${Version}' nodejs 2>/dev/null) || return 1
-	apt-cache madison nodejs 2>/dev/null | grep -qF "| $ver |"
+	# not "| grep -q": under pipefail, apt-cache's SIGPIPE would fail it
+	offered=$(apt-cache madison nodejs 2>/dev/null)
+	case $offered in *"| $ver |"*) return 0 ;; esac
+	return 1
 }
 
 # Builds examples/go with Debian's Go, Gin and lib/pq only: GOPATH mode over
