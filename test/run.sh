@@ -12,14 +12,17 @@
 #   pgtap      pg_prove over test/pgtap/*.sql, a fresh database per file
 #   tap        make prove_installcheck: prove over test/t/*.pl
 #              (PostgreSQL::Test::Cluster), one file at a time
-#   http       examples/http: the Node.js service over HTTP (node --test)
+#   http       examples/: the Node.js (examples/http), Go (examples/go) and
+#              Java (examples/java) payment services, each against the
+#              conformance suite examples/conformance (node --test), plus
+#              the Java library's JUnit tests
 #   package    test/deb.sh: build the .deb with pg_buildext, install it, use it
 #   bench      bench/run.sh --check: the benchmark's contention mode, short,
 #              checking exactly-once for every variant (no timing asserted)
 #   valgrind   pg_regress and the isolation specs again, against one server
 #              run under valgrind's memcheck (every backend and the worker)
-# Every test file counts once (a .sql, a .spec, a .pl, a node test file, the
-# package) and prints one line; failures print their diffs or log tails.
+# Every test file counts once (a .sql, a .spec, a .pl, a service x conformance
+# file, the package) and prints one line; failures print their diffs or log tails.
 # Ends with exactly one line "N passed, N failed" and exits non-zero when
 # anything failed, a suite could not run, or nothing ran.  Every server it
 # started is stopped on the way out, also after a failure or an interrupt.
@@ -198,59 +201,175 @@ suite_tap()
 	[ "$n" -gt 0 ] || note "no test/t/*.pl: suite skipped"
 }
 
-# examples/http needs Node.js and the pg and express modules, and must work
-# offline (CI reaches only the Debian mirrors): node_modules already in the
-# tree, or npm's cache (npm ci --offline), or else Debian's nodejs, node-pg
-# and node-express.  Sets HTTP_MODULES to where they came from.
+# examples/http needs Node.js with the pg and express modules.  Every machine
+# (CI too) reaches Debian's mirrors and the npm registry: node_modules
+# already in the tree, else npm ci (online), else npm ci --offline (npm's
+# cache), else Debian's node-pg and node-express.  Debian's nodejs is
+# installed only when there is no node at all; with another Node.js (say
+# NodeSource's, which Debian's node-* packages cannot be installed beside)
+# their .debs are unpacked into the work directory and found through
+# NODE_PATH.  Sets HTTP_MODULES to where the modules came from.
 http_modules()
 {
-	local dir=$WORK/examples/http
+	local dir=$WORK/examples/http deb=$WORK/debian-node pkgs f
+	unset NODE_PATH
+	if ! command -v node >/dev/null; then
+		apt_install nodejs npm || return 1
+	fi
 	if [ -d "$dir/node_modules/pg" ] && [ -d "$dir/node_modules/express" ]; then
 		HTTP_MODULES="examples/http/node_modules"
-	elif command -v npm >/dev/null &&
-		(cd "$dir" && npm ci --offline --no-audit --no-fund) >"$WORK/npm.log" 2>&1; then
-		HTTP_MODULES="npm ci --offline"
-	else
-		rm -rf "$dir/node_modules"
-		apt_install nodejs node-pg node-express || return 1
-		NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs:/usr/lib/$(gcc -print-multiarch)/nodejs
-		export NODE_PATH
-		HTTP_MODULES="Debian's node-pg and node-express"
+		return 0
 	fi
+	if command -v npm >/dev/null; then
+		if (cd "$dir" && npm ci --no-audit --no-fund) >"$WORK/npm.log" 2>&1; then
+			HTTP_MODULES="npm ci"
+			return 0
+		fi
+		if (cd "$dir" && npm ci --offline --no-audit --no-fund) >>"$WORK/npm.log" 2>&1; then
+			HTTP_MODULES="npm ci --offline (npm ci: $(sed -n 's/^npm \(ERR!\|error\) code //p' "$WORK/npm.log" | head -n 1))"
+			return 0
+		fi
+		note "npm ci failed: $(sed -n 's/^npm \(ERR!\|error\) code //p' "$WORK/npm.log" | tr '\n' ' ')"
+	fi
+	rm -rf "$dir/node_modules"
+	if debian_node && apt_install node-pg node-express >>"$WORK/npm.log" 2>&1; then
+		NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs:/usr/lib/$(gcc -print-multiarch)/nodejs
+		HTTP_MODULES="Debian's node-pg and node-express"
+	else
+		# the closure of their node-* and libjs-* dependencies, unpacked
+		[ -n "$(apt-cache policy node-pg 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v none)" ] ||
+			apt-get update -qq >>"$WORK/npm.log" 2>&1
+		pkgs=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
+			--no-replaces --no-enhances node-pg node-express 2>/dev/null | grep -E '^(node|libjs)-' | sort -u)
+		[ -n "$pkgs" ] || return 1
+		mkdir -p "$deb/debs" && chown _apt "$deb/debs" 2>/dev/null
+		# shellcheck disable=SC2086
+		(cd "$deb/debs" && apt-get download -q $pkgs) >>"$WORK/npm.log" 2>&1 || return 1
+		for f in "$deb"/debs/*.deb; do dpkg-deb -x "$f" "$deb/root" || return 1; done
+		NODE_PATH=$deb/root/usr/share/nodejs:$deb/root/usr/lib/nodejs:$deb/root/usr/lib/$(gcc -print-multiarch)/nodejs
+		HTTP_MODULES="Debian's node-pg and node-express, unpacked for node $(node --version)"
+	fi
+	export NODE_PATH
 }
 
-# node --test over examples/http/test/*.js against a server of our own.
+# True when the node on PATH is Debian's nodejs package (a version the apt
+# sources offer), beside which Debian's node-* packages install.
+debian_node()
+{
+	local bin ver offered
+	bin=$(readlink -f "$(command -v node)") || return 1
+	[ "$(dpkg -S "$bin" 2>/dev/null | cut -d: -f1)" = nodejs ] || return 1
+	ver=$(dpkg-query -W -f='${Version}' nodejs 2>/dev/null) || return 1
+	# not "| grep -q": under pipefail, apt-cache's SIGPIPE would fail it
+	offered=$(apt-cache madison nodejs 2>/dev/null)
+	case $offered in *"| $ver |"*) return 0 ;; esac
+	return 1
+}
+
+# Builds examples/go with Debian's Go, Gin and lib/pq only: GOPATH mode over
+# /usr/share/gocode, no module downloads.
+build_go_example()
+{
+	apt_install golang-go golang-github-gin-gonic-gin-dev golang-github-lib-pq-dev || return 1
+	mkdir -p "$WORK/bin" "$WORK/gocache"
+	env -C "$WORK/examples/go" GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= \
+		GOCACHE="$WORK/gocache" go build -o "$WORK/bin/payments-go" .
+}
+
+# Builds examples/java with javac (Debian's JDK and PostgreSQL JDBC driver)
+# and runs its JUnit 5 tests (Debian's junit5) against database $1.
+build_java_example()
+{
+	apt_install default-jdk-headless libpostgresql-jdbc-java junit5 || return 1
+	rm -rf "$WORK/java-classes" "$WORK/java-test-classes"
+	# shellcheck disable=SC2046 # the file names have no spaces
+	javac -Xlint:all,-serial -Werror -d "$WORK/java-classes" -cp /usr/share/java/postgresql.jar \
+		$(find "$WORK/examples/java/src" -name '*.java') &&
+		javac -Xlint:all,-serial -Werror -d "$WORK/java-test-classes" \
+			-cp "$WORK/java-classes:/usr/share/java/postgresql.jar:/usr/share/java/junit-jupiter-api.jar:/usr/share/java/apiguardian-api.jar" \
+			$(find "$WORK/examples/java/test" -name '*.java')
+}
+
+# The three example services (examples/http Node.js, examples/go,
+# examples/java) against the one black-box conformance suite
+# (examples/conformance/*.test.js, node --test): each service in a database
+# of its own, set up by examples/db/schema.sql and used as a login role with
+# only the grants that script gives.  One line per service and test file.
 suite_http()
 {
-	local f name port
-	say "http (examples/http, node --test)"
-	if [ ! -d examples/http/test ]; then
-		note "no examples/http/test: suite skipped"
-		return
-	fi
+	local port svc db cmd f name log
+	say "http (examples/: Node.js, Go and Java services x examples/conformance, node --test)"
 	port=$(free_port 55532)
 	if ! http_modules; then
 		fail "http (could not get Node.js and its modules)"
 		tail_logs "$WORK/npm.log"
 		return
 	fi
+	note "node $(node --version), modules: $HTTP_MODULES"
 	if ! start_server "$WORK/http_data" "$port" ||
-		! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -c "CREATE DATABASE http"; then
+		! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
+			-c "CREATE ROLE payments_service LOGIN"; then
 		fail "http (server did not start)"
 		stop_server "$WORK/http_data"
 		return
 	fi
-	note "node $(node --version), modules: $HTTP_MODULES"
-	for f in examples/http/test/*.js; do
-		name=$(basename "$f" .js)
-		if run_logged "$WORK/http_$name.log" env -C "$WORK/examples/http" \
-			PGHOST=127.0.0.1 PGPORT="$port" PGUSER=postgres PGDATABASE=http \
-			node --test "test/$name.js"; then
-			pass "http/$name ($(grep -c '^ok ' "$WORK/http_$name.log") cases)"
-		else
-			fail "http/$name"
-			cat "$WORK/http_$name.log"
+	for svc in node go java; do
+		db=examples_$svc
+		case $svc in
+		node) cmd='["node", "'"$WORK"'/examples/http/server.js"]' ;;
+		go)
+			if ! build_go_example >"$WORK/build_go.log" 2>&1; then
+				fail "http/go (build)"
+				tail_logs "$WORK/build_go.log"
+				continue
+			fi
+			cmd='["'"$WORK"'/bin/payments-go"]'
+			;;
+		java)
+			if ! build_java_example >"$WORK/build_java.log" 2>&1; then
+				fail "http/java (build)"
+				tail_logs "$WORK/build_java.log"
+				continue
+			fi
+			cmd='["java", "-Xss512k", "-cp", "'"$WORK"'/java-classes:/usr/share/java/postgresql.jar", "payments.PaymentsServer"]'
+			;;
+		esac
+		if ! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
+			-c "CREATE DATABASE $db" >"$WORK/http_$db.log" 2>&1 ||
+			! as_postgres psql -X -q -h "$WORK" -p "$port" -d "$db" -v service_role=payments_service \
+				-f examples/db/schema.sql >>"$WORK/http_$db.log" 2>&1; then
+			fail "http/$svc (examples/db/schema.sql)"
+			cat "$WORK/http_$db.log"
+			continue
 		fi
+		if [ "$svc" = java ]; then
+			if run_logged "$WORK/http_java_junit.log" env PGHOST=127.0.0.1 PGPORT="$port" \
+				PGUSER=payments_service PGDATABASE="$db" \
+				java -jar /usr/share/java/junit-platform-console-standalone.jar --disable-banner \
+				--disable-ansi-colors --details=tree --fail-if-no-tests \
+				-cp "$WORK/java-classes:$WORK/java-test-classes:/usr/share/java/postgresql.jar" \
+				--scan-classpath "$WORK/java-test-classes"; then
+				pass "http/java/junit ($(grep -Eo '[0-9]+ tests successful' "$WORK/http_java_junit.log"))"
+			else
+				fail "http/java/junit"
+				cat "$WORK/http_java_junit.log"
+			fi
+		fi
+		for f in examples/conformance/*.test.js; do
+			name=$(basename "$f" .test.js)
+			log=$WORK/http_${svc}_$name
+			: >"$log.services"
+			if run_logged "$log.log" env -C "$WORK/examples/conformance" PATH="$PG_BIN:$PATH" \
+				PGHOST=127.0.0.1 PGPORT="$port" PGUSER=payments_service PGDATABASE="$db" \
+				PGSSLMODE=disable CONFORMANCE_ADMIN_USER=postgres CONFORMANCE_LOG="$log.services" \
+				EXAMPLE_CMD="$cmd" node --test "$name.test.js"; then
+				pass "http/$svc/$name ($(grep -c '^ok ' "$log.log") cases)"
+			else
+				fail "http/$svc/$name"
+				cat "$log.log"
+				tail_logs "$log.services"
+			fi
+		done
 	done
 	stop_server "$WORK/http_data"
 }

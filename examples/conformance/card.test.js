@@ -1,0 +1,98 @@
+'use strict';
+// Card mode (?mode=card): the claim is committed with a lease, the card
+// network is called outside any transaction, heartbeats keep the lease, and
+// the result is recorded with the claim's token.  Two instances of the
+// service share the database, as behind a load balancer.
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const lib = require('./lib');
+
+const LEASE_SECONDS = 8;
+let network;
+let a;
+let b;
+const SCOPE = lib.uid('card-merchant');
+
+before(async () => {
+  network = await lib.startCardNetwork();
+  const env = { CARD_NETWORK_URL: network.url, LEASE_SECONDS: String(LEASE_SECONDS) };
+  [a, b] = await Promise.all([lib.startService(env), lib.startService(env)]);
+});
+
+after(async () => {
+  await lib.stopAll();
+  await network.close();
+});
+
+test('card payment: 201 with the authorization; replays on either instance are byte-identical', async () => {
+  const key = lib.uid('card-one');
+  const order = lib.uid('order-card-one');
+  const body = { order, amount: 4200, currency: 'EUR' };
+  const first = await lib.pay(a, { key, scope: SCOPE, body, card: true });
+  assert.equal(first.status, 201, first.text);
+  assert.equal(first.headers.get('idempotent-replayed'), null);
+  const auths = network.authorizations(SCOPE, key);
+  assert.equal(auths.length, 1);
+  assert.equal(first.json().authorization_id, auths[0]);
+  for (const svc of [a, b, a]) {
+    const again = await lib.pay(svc, { key, scope: SCOPE, body, card: true });
+    assert.equal(again.status, 201);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.text, first.text);
+  }
+  assert.equal(network.authorizations(SCOPE, key).length, 1);
+  assert.equal(await lib.countPayments(SCOPE, order), 1);
+  assert.equal((await lib.keyRow(SCOPE, key)).status, 'completed');
+});
+
+test('50 card payments in flight, retried on a second instance: one authorization and one payment each', async () => {
+  const N = 50;
+  const reqs = Array.from({ length: N }, (_, i) => ({
+    key: lib.uid(`card-load-${i}`), scope: SCOPE, card: true,
+    body: { order: lib.uid(`order-card-load-${i}`), amount: 100 + i },
+  }));
+  // The card network holds every answer: all 50 stay in flight on instance A.
+  network.hold();
+  const firsts = Promise.all(reqs.map((r) => lib.pay(a, r)));
+  let released = false;
+  try {
+    await lib.waitFor('all 50 authorization requests at the card network', () =>
+      reqs.every((r) => network.authorizations(r.scope, r.key).length >= 1));
+
+    // Retries on B while A holds the keys: 409 with Retry-After, nothing
+    // authorized again.
+    const retry = async () => {
+      const rs = await Promise.all(reqs.map((r) => lib.pay(b, r)));
+      for (const r of rs) {
+        lib.assertProblem(r, 409);
+        assert.ok(Number(r.headers.get('retry-after')) >= 1);
+      }
+    };
+    await retry();
+    // Longer than the lease: only A's heartbeats keep the keys A's.  (If
+    // they stopped, B would take the keys over and authorize again.)
+    await lib.sleep((LEASE_SECONDS * 1.5) * 1000);
+    await retry();
+    for (const r of reqs) assert.equal(network.authorizations(r.scope, r.key).length, 1, r.key);
+    network.release();
+    released = true;
+  } finally {
+    if (!released) network.release();
+  }
+  const answers = await firsts;
+  for (const r of answers) assert.equal(r.status, 201, r.text);
+
+  // Every retry now replays A's answer, byte for byte.
+  const replays = await Promise.all(reqs.map((r) => lib.pay(b, r)));
+  replays.forEach((r, i) => {
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.headers.get('idempotent-replayed'), 'true');
+    assert.equal(r.text, answers[i].text);
+  });
+  for (const [i, r] of reqs.entries()) {
+    const auths = network.authorizations(r.scope, r.key);
+    assert.equal(auths.length, 1, `${r.key}: ${auths.length} authorizations`);
+    assert.equal(answers[i].json().authorization_id, auths[0]);
+    assert.equal(await lib.countPayments(r.scope, r.body.order), 1);
+  }
+});
