@@ -7,8 +7,10 @@
 #   bash test/citus/cluster.sh stop DIR
 #   bash test/citus/cluster.sh psql DIR [coordinator|worker1|worker2] [psql args...]
 #
-# As root.  Needs Citus 13.2 installed into the system PostgreSQL 15
-# (../shared/citus/build.sh) and this extension installed (make install).
+# As root.  Needs Citus 13.2 installed into the PostgreSQL 15 of PG_BIN
+# (default Debian's; ../shared/citus/build.sh) and this extension installed
+# there (make install).  Log lines carry the backend type (%b), so that
+# background workers' lines can be told from client backends'.
 # The servers run as the postgres OS user; their data directories, logs and
 # Unix sockets live under DIR (created if missing, then given to postgres).
 # shared_preload_libraries = 'citus,idempotency' (citus must come first);
@@ -63,7 +65,7 @@ shared_buffers = 32MB
 fsync = on
 wal_level = logical
 citus.node_conninfo = 'sslmode=disable'
-log_line_prefix = '%m [%p] %q%a '
+log_line_prefix = '%m [%p] %b %q%a '
 CONF
 	as_postgres pg_ctl -D "$data" -l "$data/server.log" -w -t 60 start >/dev/null ||
 		{ tail -n 20 "$data/server.log" >&2; return 1; }
@@ -93,12 +95,13 @@ do_stop()
 
 do_start()
 {
-	local name port base=56000 coord
+	local name port base=56000 coord pkglib
 	command -v runuser >/dev/null || { echo "runuser is missing" >&2; return 1; }
-	[ -f "/usr/lib/postgresql/$PG_MAJOR/lib/citus.so" ] ||
-		{ echo "citus is not installed: run ../shared/citus/build.sh" >&2; return 1; }
-	[ -f "/usr/lib/postgresql/$PG_MAJOR/lib/idempotency.so" ] ||
-		{ echo "idempotency is not installed: make install" >&2; return 1; }
+	pkglib=$("$PG_BIN/pg_config" --pkglibdir) || return 1
+	[ -f "$pkglib/citus.so" ] ||
+		{ echo "citus is not installed in $pkglib: run ../shared/citus/build.sh" >&2; return 1; }
+	[ -f "$pkglib/idempotency.so" ] ||
+		{ echo "idempotency is not installed in $pkglib: make install" >&2; return 1; }
 	for name in $NODES; do
 		[ -e "$DIR/$name" ] && { echo "$DIR/$name exists: stop and remove it first" >&2; return 1; }
 	done

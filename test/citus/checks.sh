@@ -1,0 +1,516 @@
+#!/usr/bin/env bash
+# test/citus/checks.sh: the citus suite of test/run.sh.  Starts a cluster
+# with test/citus/cluster.sh in DIR (1 coordinator + 2 workers, citus and
+# idempotency preloaded), applies the README's "Scaling out" recipe
+# (sql/distribute.sql) and checks the extension on it.  Prints one line per
+# check, "ok NAME" or "not ok NAME", followed on failure by "# " lines
+# saying why; run.sh counts them.  Stops the cluster on the way out.
+#
+#   bash test/citus/checks.sh DIR        (as root; PG_BIN as in common.sh)
+#
+# Nothing here assumes the machine's speed: waits poll with generous limits
+# and the loads are small (8 pgbench clients in all, 5 s).
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=test/lib/common.sh
+. "$here/../lib/common.sh"
+[ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
+mkdir -p "$1" && DIR=$(cd "$1" && pwd) || exit 2
+PGBENCH_SECONDS=${PGBENCH_SECONDS:-5}
+
+ok() { echo "ok $1"; }
+notok()
+{
+	echo "not ok $1"
+	shift
+	[ $# -gt 0 ] && printf '%s\n' "$@" | sed 's/^/# /'
+	return 0
+}
+# the last lines of a file as detail
+detail() { tail -n "${2:-30}" "$1" 2>/dev/null | sed 's/^/# /'; }
+
+trap 'bash "$here/cluster.sh" stop "$DIR" >/dev/null 2>&1' EXIT
+
+if ! bash "$here/cluster.sh" start "$DIR" >"$DIR.start.log" 2>&1; then
+	notok citus/cluster "cluster.sh start failed:"
+	detail "$DIR.start.log"
+	exit 1
+fi
+ok "citus/cluster (1 coordinator + 2 workers: $(tr '\n' ' ' <"$DIR/ports" | awk '{print $1"="$2, $4"="$5, $7"="$8}'))"
+WORK=$DIR
+# shellcheck disable=SC1091
+. "$DIR/cluster.env"
+# the files the postgres OS user reads (the checkout may be out of its reach)
+cp -r "$here/sql" "$here/pgbench" "$here/expected" "$DIR/"
+chown -R postgres:postgres "$DIR/sql" "$DIR/pgbench" "$DIR/expected"
+OUT=$DIR/out
+as_postgres mkdir -p "$OUT"
+
+port_of()
+{
+	case $1 in
+	coordinator) echo "$COORDINATOR_PORT" ;;
+	worker1) echo "$WORKER1_PORT" ;;
+	worker2) echo "$WORKER2_PORT" ;;
+	*) echo "$1" ;;
+	esac
+}
+# psql NODE [args]: on a node as postgres (or -U), errors stop the script
+q()
+{
+	local port
+	port=$(port_of "$1")
+	shift
+	as_postgres psql -X -q -h "$DIR" -p "$port" -d postgres -v ON_ERROR_STOP=1 "$@"
+}
+qv() { q "$1" -At -c "$2"; }
+
+# The worker (node name) that holds a scope's shard
+shard_node()
+{
+	local port
+	port=$(qv coordinator "SELECT nodeport FROM pg_dist_shard_placement
+		WHERE shardid = get_shard_id_for_distribution_column('idempotency_keys', '$1')")
+	case $port in
+	"$WORKER1_PORT") echo worker1 ;;
+	"$WORKER2_PORT") echo worker2 ;;
+	*) echo "unknown($port)" ;;
+	esac
+}
+other_worker() { [ "$1" = worker1 ] && echo worker2 || echo worker1; }
+
+# Two scopes whose shards lie on different workers, and a scope on each
+SCOPES_BY_NODE=""
+scope_on()
+{
+	local want=$1 prefix=$2 i
+	for i in $(seq 1 200); do
+		[ "$(shard_node "$prefix$i")" = "$want" ] && { echo "$prefix$i"; return 0; }
+	done
+	return 1
+}
+
+# Run a psql script with psql -a and VERBOSITY=sqlstate and compare its
+# output (DEBUG lines dropped) with expected/NAME.out.
+# $1: check name, $2: node, $3: script name, rest: psql -v assignments.
+run_scenario()
+{
+	local check=$1 node=$2 name=$3 out
+	shift 3
+	out=$OUT/$check.out
+	q "$node" -a -v ON_ERROR_STOP=0 -v VERBOSITY=sqlstate "$@" <"$DIR/sql/$name.sql" >"$out.raw" 2>&1
+	grep -v '^DEBUG:  ' "$out.raw" >"$out"
+	diff -u "$DIR/expected/$name.out" "$out" >"$out.diff"
+}
+
+# Keep the background worker out of the scenarios (a pass between a lease
+# running out and the next claim would turn "stale" into "reclaimed"): it
+# expires nothing until the expiry check turns it to this database.
+for n in coordinator worker1 worker2; do
+	q "$n" -c "ALTER SYSTEM SET idempotency.worker_databases = 'no_such_database'" \
+		-c "SELECT pg_reload_conf()" >/dev/null
+done
+
+#
+# The recipe, in two steps: the tables first (the coordinator and worker
+# scenarios run with the functions not distributed), the functions later.
+#
+if q coordinator -f "$DIR/sql/distribute.sql" >"$OUT/distribute.log" 2>&1; then
+	ok "citus/recipe (payments by merchant_id, idempotency_keys by scope co-located)"
+else
+	notok citus/recipe "sql/distribute.sql failed:"
+	detail "$OUT/distribute.log"
+	exit 1
+fi
+
+S_COORD=$(scope_on worker2 sc-)
+S_WORKER=$(scope_on worker1 sw-)
+S_DELEG=$(scope_on worker2 sd-)
+S_MIXED=$(scope_on worker1 sm-)
+
+# 1. through the coordinator, functions not distributed
+if run_scenario scenario-coordinator coordinator scenario -v s="$S_COORD"; then
+	ok "citus/scenario-coordinator (every outcome through the coordinator; scope $S_COORD on $(shard_node "$S_COORD"))"
+else
+	notok "citus/scenario-coordinator" "output differs from expected/scenario.out (a single server's):"
+	detail "$OUT/scenario-coordinator.out.diff" 60
+fi
+
+# 2. on the worker that holds the shard
+if run_scenario scenario-worker worker1 scenario -v s="$S_WORKER"; then
+	ok "citus/scenario-worker (every outcome called on worker1, which holds scope $S_WORKER)"
+else
+	notok "citus/scenario-worker" "output differs from expected/scenario.out:"
+	detail "$OUT/scenario-worker.out.diff" 60
+fi
+
+# 3. the functions distributed; autocommit calls on the coordinator are
+# delegated (DEBUG "pushing down the function call" counted)
+if q coordinator -f "$DIR/sql/delegate.sql" >"$OUT/delegate.log" 2>&1; then
+	ok "citus/recipe-functions ($(qv coordinator "SELECT count(*) FROM pg_dist_object
+		WHERE distribution_argument_index IS NOT NULL") key functions distributed by scope, co-located)"
+else
+	notok citus/recipe-functions "sql/delegate.sql failed:"
+	detail "$OUT/delegate.log"
+fi
+# calls that ran on the shard's worker, counted by track_functions there
+# (psql with VERBOSITY=sqlstate hides Citus' DEBUG texts)
+dn=$(shard_node "$S_DELEG")
+func_calls()
+{
+	qv "$dn" "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname LIKE 'idem\_%'"
+}
+q "$dn" -c "ALTER SYSTEM SET track_functions = 'all'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+calls0=$(func_calls)
+run_scenario scenario-delegated coordinator scenario -v s="$S_DELEG"
+rc=$?
+pushed=0
+for _ in $(seq 1 60); do # backends report their counts when idle, within ~10 s
+	pushed=$(( $(func_calls) - calls0 ))
+	[ "$pushed" -ge 40 ] && break
+	sleep 0.5
+done
+if [ "$rc" -eq 0 ] && [ "$pushed" -ge 40 ]; then
+	ok "citus/scenario-delegated (every outcome, $pushed function calls delegated to $dn)"
+else
+	notok "citus/scenario-delegated" "$pushed function calls delegated to $dn (at least 40 expected)"
+	detail "$OUT/scenario-delegated.out.diff" 60
+fi
+
+# 4. the same keys from every node in turn
+sn=$(shard_node "$S_MIXED")
+on=$(other_worker "$sn")
+if run_scenario mixed coordinator mixed -v s="$S_MIXED" -v host="$DIR" \
+	-v coord="$COORDINATOR_PORT" -v shard="$(port_of "$sn")" -v other="$(port_of "$on")"; then
+	ok "citus/mixed (one key's calls spread over the coordinator, delegated, $sn and $on)"
+else
+	notok citus/mixed "output differs from expected/mixed.out:"
+	detail "$OUT/mixed.out.diff" 60
+fi
+
+#
+# pgbench: 8 clients over the three nodes for a few seconds
+#
+# $1: label; then per node "NODE:CLIENTS"; the scripts in $SCRIPTS
+pgbench_nodes()
+{
+	local label=$1 spec node clients pids="" rc=0 pid
+	shift
+	for spec in "$@"; do
+		node=${spec%%:*}
+		clients=${spec#*:}
+		# shellcheck disable=SC2086
+		as_postgres pgbench -n -M extended -h "$DIR" -p "$(port_of "$node")" -c "$clients" -j 1 \
+			-T "$PGBENCH_SECONDS" -D node="$node" $SCRIPTS postgres >"$OUT/pgbench-$label-$node.log" 2>&1 &
+		pids="$pids $!"
+	done
+	for pid in $pids; do wait "$pid" || rc=1; done
+	return $rc
+}
+pgbench_summary()
+{
+	local label=$1 f n total=0
+	for f in "$OUT"/pgbench-"$label"-*.log; do
+		n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$f")
+		total=$((total + ${n:-0}))
+	done
+	echo "$total"
+}
+pgbench_failures()
+{
+	local f
+	for f in "$OUT"/pgbench-"$1"-*.log; do
+		grep -E 'aborted|ERROR|error|FATAL' "$f" | head -n 5 | sed "s|^|$(basename "$f" .log): |"
+	done
+}
+
+q coordinator -c "CREATE TABLE token_log (scope text, key text, token bigint, node text)" \
+	-c "SELECT create_distributed_table('token_log', 'scope', colocate_with => 'idempotency_keys')" \
+	-c "CREATE TABLE replays (scope text, key text, outcome text, response text)" \
+	-c "SELECT create_distributed_table('replays', 'scope', colocate_with => 'idempotency_keys')" \
+	>"$OUT/pgbench-tables.log" 2>&1
+
+# 5. fencing tokens: distinct per key whichever node issued them
+SCRIPTS="-f $DIR/pgbench/tokens_auto.sql@1 -f $DIR/pgbench/tokens_tx.sql@1"
+pgbench_nodes tokens coordinator:4 worker1:2 worker2:2
+rc=$?
+read -r n d nodes dup <<<"$(qv coordinator "SELECT count(*), count(DISTINCT (scope, key, token)),
+	count(DISTINCT node), (SELECT string_agg(format('%s/%s token %s x%s from %s', scope, key, token, c, nodes), '; ')
+		FROM (SELECT scope, key, token, count(*) AS c, string_agg(DISTINCT node, ',') AS nodes FROM token_log
+		      WHERE token <> 0 GROUP BY 1, 2, 3 HAVING count(*) > 1 ORDER BY 4 DESC LIMIT 3) x)
+	FROM token_log WHERE token <> 0" | tr '|' ' ')"
+if [ "$rc" -eq 0 ] && [ "${n:-0}" -gt 100 ] && [ "$n" = "$d" ] && [ "$nodes" = 3 ]; then
+	ok "citus/fencing-tokens ($n tokens issued on 3 nodes over $(pgbench_summary tokens) pgbench transactions, distinct per key)"
+else
+	notok citus/fencing-tokens "pgbench ok: $([ "$rc" -eq 0 ] && echo yes || echo no); tokens issued: ${n:-?}, distinct per key: ${d:-?}, from ${nodes:-?} nodes" \
+		"repeated: ${dup:-none}" "$(pgbench_failures tokens)"
+fi
+
+# 6. a stale token, from any node, never passes a later claim's holder calls:
+# every key is claimed again (lease 10 min), then every node calls complete,
+# fail, heartbeat, checkpoint and release with the last token each node had
+# issued for that key before
+q coordinator >"$OUT/stale-setup.log" 2>&1 <<'SQL'
+CREATE TABLE stale_probe AS
+SELECT DISTINCT ON (scope, key, node) scope, key, node, token FROM token_log WHERE token <> 0
+ORDER BY scope, key, node, token DESC;
+SELECT create_distributed_table('stale_probe', 'scope', colocate_with => 'idempotency_keys');
+CREATE TABLE stale_result (scope text, key text, caller text, op text, token bigint, sqlstate text);
+SELECT create_distributed_table('stale_result', 'scope', colocate_with => 'idempotency_keys');
+CREATE TABLE current_claim (scope text, key text, outcome text, token bigint);
+SELECT create_distributed_table('current_claim', 'scope', colocate_with => 'idempotency_keys');
+SQL
+# the later claims: wait until the 1 ms leases are over, claim each key
+q coordinator >>"$OUT/stale-setup.log" 2>&1 <<'SQL'
+SELECT pg_sleep(0.1);
+DO $$
+DECLARE r record; c record;
+BEGIN
+    FOR r IN SELECT DISTINCT scope, key FROM stale_probe LOOP
+        SELECT * INTO c FROM idem_claim(r.key, NULL, r.scope, lease => '10 min');
+        INSERT INTO current_claim VALUES (r.scope, r.key, c.outcome, c.token);
+    END LOOP;
+END $$;
+SQL
+for caller in coordinator worker1 worker2; do
+	q "$caller" -v caller="$caller" >>"$OUT/stale-setup.log" 2>&1 <<'SQL'
+SELECT set_config('stale.caller', :'caller', false);
+DO $$
+DECLARE r record; op text; st text;
+BEGIN
+    FOR r IN SELECT * FROM stale_probe ORDER BY scope, key, node LOOP
+        FOREACH op IN ARRAY ARRAY['heartbeat', 'checkpoint', 'fail', 'complete', 'release'] LOOP
+            st := 'passed';
+            BEGIN
+                CASE op
+                WHEN 'heartbeat' THEN PERFORM idem_heartbeat(r.key, r.scope, r.token);
+                WHEN 'checkpoint' THEN PERFORM idem_checkpoint(r.key, 'stale', r.scope, r.token);
+                WHEN 'fail' THEN PERFORM idem_fail(r.key, r.scope, r.token);
+                WHEN 'complete' THEN PERFORM idem_complete(r.key, 200, '{}', r.scope, r.token);
+                WHEN 'release' THEN PERFORM idem_release(r.key, r.scope, r.token);
+                END CASE;
+            EXCEPTION WHEN OTHERS THEN
+                st := SQLSTATE;
+            END;
+            INSERT INTO stale_result VALUES (r.scope, r.key, current_setting('stale.caller'), op, r.token, st);
+        END LOOP;
+    END LOOP;
+END $$;
+SQL
+done
+read -r probes bad untouched <<<"$(qv coordinator "SELECT (SELECT count(*) FROM stale_result),
+	(SELECT count(*) FROM stale_result WHERE sqlstate <> 'IK002'),
+	(SELECT count(*) FROM current_claim c JOIN idempotency_keys k USING (scope, key)
+	  WHERE c.outcome = 'reclaimed' AND k.status = 'processing' AND k.token = c.token AND k.recovery_point IS NULL)
+	  = (SELECT count(*) FROM current_claim)" | tr '|' ' ')"
+badlist=$(qv coordinator "SELECT string_agg(format('%s by %s with %s/%s token %s: %s', op, caller, scope, key, token, sqlstate), '; ')
+	FROM (SELECT * FROM stale_result WHERE sqlstate <> 'IK002' ORDER BY sqlstate, op LIMIT 5) x" 2>&1)
+if [ "${probes:-0}" -gt 0 ] && [ "$bad" = 0 ] && [ "$untouched" = t ]; then
+	ok "citus/fencing-stale ($probes stale-token calls from 3 nodes, every one IK002, every later claim intact)"
+else
+	notok citus/fencing-stale "stale-token calls: ${probes:-?}, not IK002: ${bad:-?}; later claims intact: ${untouched:-?}" \
+		"e.g. ${badlist:-none}" "$(grep -m 3 ERROR "$OUT/stale-setup.log")"
+fi
+
+# 7. exactly once, explicit pattern (claim, payment, complete in a transaction)
+SCRIPTS="-f $DIR/pgbench/explicit.sql"
+pgbench_nodes explicit coordinator:4 worker1:2 worker2:2
+rc=$?
+exactly_once()
+{
+	# $1: scope prefix
+	qv coordinator "SELECT format('%s keys, %s payments, %s keys without exactly one payment, %s responses unlike the payment, %s replays, %s replays unlike the stored response',
+		(SELECT count(*) FROM idempotency_keys WHERE scope LIKE '$1%'),
+		(SELECT count(*) FROM payments WHERE merchant_id LIKE '$1%'),
+		(SELECT count(*) FROM idempotency_keys k WHERE scope LIKE '$1%' AND (k.status <> 'completed' OR
+			(SELECT count(*) FROM payments p WHERE p.merchant_id = k.scope AND p.key = k.key) <> 1))
+		 + (SELECT count(*) FROM payments p WHERE merchant_id LIKE '$1%' AND NOT EXISTS
+			(SELECT FROM idempotency_keys k WHERE k.scope = p.merchant_id AND k.key = p.key)),
+		(SELECT count(*) FROM idempotency_keys k JOIN payments p ON p.merchant_id = k.scope AND p.key = k.key
+		  WHERE k.scope LIKE '$1%' AND k.response IS DISTINCT FROM jsonb_build_object('id', p.id)),
+		(SELECT count(*) FROM replays WHERE scope LIKE '$1%' AND outcome = 'replay'),
+		(SELECT count(*) FROM replays r WHERE r.scope LIKE '$1%' AND (r.outcome NOT IN ('new', 'reclaimed', 'replay')
+			OR r.response::jsonb IS DISTINCT FROM (SELECT k.response FROM idempotency_keys k WHERE k.scope = r.scope AND k.key = r.key))))" 2>&1
+}
+res=$(exactly_once em)
+if [ "$rc" -eq 0 ] && [[ $res =~ ^[1-9][0-9]*\ keys,\ [1-9][0-9]*\ payments,\ 0\ keys.*,\ 0\ responses.*,\ [1-9][0-9]*\ replays,\ 0\ replays ]]; then
+	ok "citus/exactly-once-explicit ($(pgbench_summary explicit) transactions on 3 nodes: $res)"
+else
+	notok citus/exactly-once-explicit "pgbench ok: $([ "$rc" -eq 0 ] && echo yes || echo no); $res" "$(pgbench_failures explicit)"
+fi
+
+# 8. exactly once, idem_execute (autocommit: delegated on the coordinator)
+SCRIPTS="-f $DIR/pgbench/execute.sql"
+pgbench_nodes execute coordinator:4 worker1:2 worker2:2
+rc=$?
+res=$(exactly_once xm)
+if [ "$rc" -eq 0 ] && [[ $res =~ ^[1-9][0-9]*\ keys,\ [1-9][0-9]*\ payments,\ 0\ keys.*,\ 0\ responses.*,\ [1-9][0-9]*\ replays,\ 0\ replays ]]; then
+	ok "citus/exactly-once-execute ($(pgbench_summary execute) calls on 3 nodes: $res)"
+else
+	notok citus/exactly-once-execute "pgbench ok: $([ "$rc" -eq 0 ] && echo yes || echo no); $res" "$(pgbench_failures execute)"
+fi
+
+# 9. same-tenant claim + payment + complete: one worker, one-phase commit
+S_PC=$(scope_on worker2 pc-)
+q coordinator -v s="$S_PC" >"$OUT/one-phase.log" 2>&1 <<'SQL'
+SET citus.log_remote_commands = on;
+SET client_min_messages = log;
+BEGIN;
+SELECT outcome FROM idem_claim('p-1', NULL, :'s');
+INSERT INTO payments (merchant_id, key, amount) VALUES (:'s', 'p-1', 1) RETURNING id \gset
+SELECT idem_complete('p-1', 201, jsonb_build_object('id', :id), :'s');
+COMMIT;
+BEGIN;
+SELECT outcome FROM idem_execute('p-2', NULL, :'s', 201,
+    'INSERT INTO payments (merchant_id, key, amount) VALUES ($1, $2, $3) RETURNING id', :'s', 'p-2', 2);
+COMMIT;
+SELECT outcome FROM idem_execute('p-3', NULL, :'s', 201,
+    'INSERT INTO payments (merchant_id, key, amount) VALUES ($1, $2, $3) RETURNING id', :'s', 'p-3', 3);
+SQL
+rc=$?
+servers=$(sed -n 's/^DETAIL:  on server \([^ ]*\).*/\1/p' "$OUT/one-phase.log" | sort -u | tr '\n' ' ')
+prepared=$(grep -c -E 'PREPARE TRANSACTION|COMMIT PREPARED' "$OUT/one-phase.log")
+done3=$(qv coordinator "SELECT count(*) FROM idempotency_keys WHERE scope = '$S_PC' AND status = 'completed'")
+if [ "$rc" -eq 0 ] && [ "$prepared" = 0 ] && [ "$(echo "$servers" | wc -w)" = 1 ] && [ "$done3" = 3 ] &&
+	[ "$servers" = "postgres@127.0.0.1:$(port_of "$(shard_node "$S_PC")") " ]; then
+	ok "citus/one-phase-commit (claim + payment + complete, and idem_execute: one worker ($servers), no PREPARE TRANSACTION)"
+else
+	notok citus/one-phase-commit "psql status $rc; PREPARE/COMMIT PREPARED: $prepared; servers: ${servers:-none}; completed keys: $done3 of 3"
+	grep -E 'ERROR|PREPARE|COMMIT' "$OUT/one-phase.log" | head -n 10 | sed 's/^/# /'
+fi
+
+# 10-11. wait => false while another session holds the key uncommitted
+S_W=$(scope_on worker1 wf-)
+rm -f "$DIR/release-holder"
+(
+	echo "BEGIN;"
+	echo "SELECT outcome FROM idem_claim('w-1', NULL, '$S_W');"
+	echo "\\echo holding"
+	while [ ! -e "$DIR/release-holder" ]; do sleep 0.2; done
+	echo "ROLLBACK;"
+) | q coordinator -v ON_ERROR_STOP=0 >"$OUT/holder.log" 2>&1 &
+holder=$!
+for _ in $(seq 1 300); do grep -q holding "$OUT/holder.log" && break; sleep 0.2; done
+# $1: check, $2: what, $3: SQL (a claim with wait => false); timed with \timing
+wait_false()
+{
+	local check=$1 what=$2 sql=$3 log=$OUT/${1#citus/}.log ms outcome
+	if ! grep -q holding "$OUT/holder.log"; then
+		notok "$check" "the holder's claim did not happen:"
+		detail "$OUT/holder.log"
+		return
+	fi
+	q coordinator -v ON_ERROR_STOP=0 >"$log" 2>&1 <<SQL
+SET statement_timeout = '20s';
+SET client_min_messages = debug1;
+\\timing on
+$sql
+SQL
+	ms=$(sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' "$log" | sort -n | tail -n 1)
+	outcome=$(grep -c '^ in_progress' "$log")
+	if [ "$outcome" -ge 1 ] && [ -n "$ms" ] && awk -v m="$ms" 'BEGIN { exit !(m < 1000) }'; then
+		ok "$check (in_progress in $ms ms, $what)"
+	else
+		notok "$check" "wanted in_progress in under 1 s ($what); got:"
+		grep -vE '^(SET|$)' "$log" | head -n 15 | sed 's/^/# /'
+	fi
+}
+wait_false citus/wait-false-coordinator "through the coordinator in a transaction block" \
+	"BEGIN; SELECT outcome FROM idem_claim('w-1', NULL, '$S_W', wait => false); ROLLBACK;"
+wait_false citus/wait-false-delegated "delegated" \
+	"SELECT outcome FROM idem_claim('w-1', NULL, '$S_W', wait => false);"
+touch "$DIR/release-holder"
+wait "$holder"
+
+# 12. the background worker on every node: stale leases expired and rows
+# past retention deleted on every worker's shards
+exp_scopes=""
+for w in worker1 worker2; do
+	for i in 1 2 3; do exp_scopes="$exp_scopes $(scope_on "$w" "ex$i-")"; done
+done
+for s in $exp_scopes; do
+	q coordinator -v s="$s" >>"$OUT/expiry.log" 2>&1 <<'SQL'
+SELECT outcome FROM idem_claim('e-stale', NULL, :'s', lease => '1 ms');
+SELECT token AS t FROM idem_claim('e-old', NULL, :'s', retention => '1 ms') \gset
+SELECT idem_complete('e-old', 200, '{}', :'s', token => :t);
+SQL
+done
+in_list=$(for s in $exp_scopes; do printf "'%s'," "$s"; done | sed 's/,$//')
+for n in coordinator worker1 worker2; do
+	q "$n" -c "ALTER SYSTEM SET idempotency.worker_databases = 'postgres'" \
+		-c "ALTER SYSTEM SET idempotency.worker_interval = '1s'" -c "SELECT pg_reload_conf()" >/dev/null
+done
+expired=f
+for _ in $(seq 1 120); do
+	expired=$(qv coordinator "SELECT count(*) FILTER (WHERE key = 'e-old') = 0
+		AND count(*) FILTER (WHERE key = 'e-stale' AND status = 'failed' AND retryable) = 6
+		FROM idempotency_keys WHERE scope IN ($in_list)" 2>/dev/null)
+	[ "$expired" = t ] && break
+	sleep 0.5
+done
+left=$(qv coordinator "SELECT string_agg(format('%s/%s %s', scope, key, status), ', ' ORDER BY scope, key)
+	FROM idempotency_keys WHERE scope IN ($in_list)" 2>&1)
+if [ "$expired" = t ]; then
+	ok "citus/expiry (the background workers expired 6 stale leases and deleted 6 rows past retention on both workers' shards)"
+else
+	notok citus/expiry "after 60 s the rows of scopes$exp_scopes: $left"
+	for n in coordinator worker1 worker2; do
+		grep -E 'idempotency (worker|launcher) (ERROR|FATAL)' "$DIR/$n/server.log" | tail -n 2 | sed "s/^/$n: /"
+	done | sed 's/^/# /'
+fi
+
+# 13. the tenant recipe (docs/tenants.md)
+if q coordinator -f "$DIR/sql/tenants_setup.sql" >"$OUT/tenants-setup.log" 2>&1; then
+	trc=0
+	for run in coordinator:co worker1:w1 worker2:w2 tx:tx; do
+		node=${run%%:*}
+		p=${run#*:}
+		tb=$(q coordinator -At -U tenant_b -c "SELECT token FROM idem_claim('$p-b', NULL, 'tenant_b')" 2>>"$OUT/tenants-setup.log")
+		if [ "$node" = tx ]; then
+			# in one transaction block: nothing delegated
+			{ echo "BEGIN;"; cat "$DIR/sql/tenants.sql"; echo "COMMIT;"; } >"$OUT/tenants-tx.sql"
+			q coordinator -U tenant_a -a -v ON_ERROR_STOP=0 -v ON_ERROR_ROLLBACK=on -v VERBOSITY=sqlstate \
+				-v p="$p" -v tb="$tb" <"$OUT/tenants-tx.sql" >"$OUT/tenants-$p.out.raw" 2>&1
+			# the same statements inside BEGIN/COMMIT: compare without those two lines
+			grep -vxE 'BEGIN;|COMMIT;' "$OUT/tenants-$p.out.raw" >"$OUT/tenants-$p.out"
+		else
+			q "$node" -U tenant_a -a -v ON_ERROR_STOP=0 -v VERBOSITY=sqlstate -v p="$p" -v tb="$tb" \
+				<"$DIR/sql/tenants.sql" >"$OUT/tenants-$p.out" 2>&1
+		fi
+		unchanged=$(qv coordinator "SELECT count(*) = 1 FROM idempotency_keys WHERE scope = 'tenant_b'
+			AND key = '$p-b' AND status = 'processing' AND token = ${tb:-0} AND response_code IS NULL")
+		if ! diff -u "$DIR/expected/tenants.out" "$OUT/tenants-$p.out" >"$OUT/tenants-$p.diff" || [ "$unchanged" != t ]; then
+			trc=1
+			echo "$node: tenant_b's key unchanged: $unchanged" >>"$OUT/tenants.fail"
+			cat "$OUT/tenants-$p.diff" >>"$OUT/tenants.fail"
+		fi
+	done
+	if [ "$trc" -eq 0 ]; then
+		ok "citus/tenants (docs/tenants.md's row level security holds through the coordinator, delegated, in a transaction and on both workers)"
+	else
+		notok citus/tenants "differs from expected/tenants.out or tenant_b's key changed:"
+		detail "$OUT/tenants.fail" 60
+	fi
+else
+	notok citus/tenants "sql/tenants_setup.sql failed:"
+	detail "$OUT/tenants-setup.log"
+fi
+
+# 14. no ERROR, FATAL or PANIC in any node's log from anything but client
+# backends (the scenarios' own errors are theirs), and no crash
+sleep 2 # a few more worker passes
+logbad=""
+for n in coordinator worker1 worker2; do
+	logbad="$logbad$(grep -E '^[0-9-]+ [0-9:.]+ [A-Z]+ \[[0-9]+\] ' "$DIR/$n/server.log" |
+		grep -vE '^[0-9-]+ [0-9:.]+ [A-Z]+ \[[0-9]+\] client backend ' |
+		grep -E ' (ERROR|FATAL|PANIC): |terminated by signal|server process .* was terminated' |
+		sed "s/^/$n: /" | head -n 5)
+"
+done
+if [ -z "$logbad" ]; then
+	ok "citus/logs (no ERROR/FATAL/PANIC from background workers or the postmaster on any node, no crash)"
+else
+	notok citus/logs "$logbad"
+fi
+exit 0
