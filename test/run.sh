@@ -21,9 +21,18 @@
 #              checking exactly-once for every variant (no timing asserted)
 #   valgrind   pg_regress and the isolation specs again, against one server
 #              run under valgrind's memcheck (every backend and the worker)
+#   citus      test/citus/checks.sh: a Citus 13.2 cluster on loopback (1
+#              coordinator + 2 workers, test/citus/cluster.sh) with the
+#              README's scale-out recipe: every outcome through the
+#              coordinator, on the worker, delegated and mixed; fencing and
+#              exactly-once under pgbench; one-phase commit; wait => false;
+#              expiry on every worker; the tenant recipe.  Citus is built by
+#              ../shared/citus/build.sh when missing; without either the
+#              suite is skipped (counted as skipped, never as passed)
 # Every test file counts once (a .sql, a .spec, a .pl, a service x conformance
 # file, the package) and prints one line; failures print their diffs or log tails.
-# Ends with exactly one line "N passed, N failed" and exits non-zero when
+# Ends with exactly one line "N passed, N failed" (", N skipped" when a
+# suite was skipped) and exits non-zero when
 # anything failed, a suite could not run, or nothing ran.  Every server it
 # started is stopped on the way out, also after a failure or an interrupt.
 #   bash test/run.sh tap pgtap     runs only the suites named
@@ -34,19 +43,25 @@ cd "$(dirname "$0")/.." || exit 2
 
 PASSED=0
 FAILED=0
+SKIPPED=0
 FAILURES=""
 CHILD=""
 WORK=""
 
 pass() { PASSED=$((PASSED + 1)); printf '  ok      %s\n' "$1"; }
 fail() { FAILED=$((FAILED + 1)); FAILURES="$FAILURES $1"; printf '  FAILED  %s\n' "$1"; }
+skip() { SKIPPED=$((SKIPPED + 1)); printf '  skipped %s\n' "$1"; }
 note() { printf '  (%s)\n' "$*"; }
 
 finish()
 {
 	echo
 	[ -n "$FAILURES" ] && echo "failed:$FAILURES"
-	echo "$PASSED passed, $FAILED failed"
+	if [ "$SKIPPED" -gt 0 ]; then
+		echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+	else
+		echo "$PASSED passed, $FAILED failed"
+	fi
 	[ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
 	exit $?
 }
@@ -504,7 +519,57 @@ CONF
 	fi
 }
 
-ALL_SUITES="regress isolation pgtap tap http package bench valgrind"
+# citus: test/citus/checks.sh on a throwaway cluster under $WORK/citus;
+# each of its "ok NAME" / "not ok NAME" lines counts once ("# " lines after
+# a failure say why).  Citus must be installed into PG_BIN's PostgreSQL:
+# when it is not, ../shared/citus/build.sh (beside the repository) builds
+# and installs it (as root, ~2 min); with neither the suite is skipped.
+suite_citus()
+{
+	local pkglib build=../shared/citus/build.sh line n=0 why=""
+	say "citus (test/citus/checks.sh: Citus 13.2, 1 coordinator + 2 workers)"
+	pkglib=$("$PG_BIN/pg_config" --pkglibdir)
+	if [ ! -f "$pkglib/citus.so" ]; then
+		if [ ! -f "$build" ]; then
+			skip "citus (Citus is not installed in $pkglib and there is no $build)"
+			return
+		fi
+		note "Citus is not installed in $pkglib: running $build"
+		if ! run_logged "$WORK/citus_build.log" env PG_CONFIG="$PG_BIN/pg_config" bash "$build"; then
+			fail "citus (build.sh failed)"
+			tail_logs "$WORK/citus_build.log"
+			return
+		fi
+		note "$(tail -n 1 "$WORK/citus_build.log")"
+	fi
+	run_logged "$WORK/citus.log" env PG_BIN="$PG_BIN" bash test/citus/checks.sh "$WORK/citus"
+	while IFS= read -r line; do
+		case $line in
+		"ok "*)
+			n=$((n + 1))
+			pass "${line#ok }"
+			why=""
+			;;
+		"not ok "*)
+			n=$((n + 1))
+			fail "${line#not ok }"
+			why=1
+			;;
+		"# "*) [ -n "$why" ] && printf '          %s\n' "${line#\# }" ;;
+		*)
+			why=""
+			note "$line"
+			;;
+		esac
+	done <"$WORK/citus.log"
+	if [ "$n" -eq 0 ]; then
+		fail "citus (did not run)"
+		tail_logs "$WORK/citus.log"
+	fi
+	bash test/citus/cluster.sh stop "$WORK/citus" >/dev/null 2>&1
+}
+
+ALL_SUITES="regress isolation pgtap tap http package bench valgrind citus"
 SUITES=${*:-$ALL_SUITES}
 for s in $SUITES; do
 	case " $ALL_SUITES " in
