@@ -193,18 +193,20 @@ TryLockRow(IdemClaimArgs *a)
 
 /*
  * Run one of a claim's writes, after taking the key's lock (and, for an
- * update with wait => false, the row's); returns whether it changed a row.
- * Sets *busy, writing nothing, when wait => false finds either lock held by
- * another transaction.
+ * update with wait => false, the row's), with a new token as argument
+ * token_arg; returns whether it changed a row.  Sets *busy, writing
+ * nothing, when wait => false finds either lock held by another
+ * transaction.
  */
 static bool
 ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, Datum *args, const char *argnulls,
-		   bool *busy)
+		   int token_arg, bool *busy)
 {
 	*busy = !IdemLockKey(a, a->wait) ||
 		(!a->wait && stmt != IDEM_STMT_INSERT && !TryLockRow(a));
 	if (*busy)
 		return false;
+	args[token_arg] = Int64GetDatum(IdemNextToken(a->nspid));
 	return IdemExecute(stmt, a->nspid, args, argnulls, false, 0) > 0;
 }
 
@@ -221,6 +223,8 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 {
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
 	TimestampTz now = a->now;
+	TimestampTz lease_end = IdemTimePlus(now, a->lease);
+	TimestampTz expires_at = IdemTimePlus(lease_end, a->retention);
 	text	   *key = a->key;
 	text	   *scope = a->scope;
 	bytea	   *hash = a->hash;
@@ -233,8 +237,8 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 
 	for (int round = 0; outcome == NULL && !busy; round++)
 	{
-		Datum		args[8];
-		char		argnulls[8];
+		Datum		args[9];
+		char		argnulls[9];
 		bool		expired;
 		bool		written;
 
@@ -323,15 +327,15 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 			args[2] = hash ? PointerGetDatum(hash) : (Datum) 0;
 			argnulls[2] = hash ? ' ' : 'n';
 			args[3] = TimestampTzGetDatum(now);
-			args[4] = IntervalPGetDatum(a->lease);
-			args[5] = IntervalPGetDatum(a->retention);
+			args[4] = TimestampTzGetDatum(lease_end);
+			args[5] = TimestampTzGetDatum(expires_at);
 			if (!row.found)
-				written = ClaimWrite(a, IDEM_STMT_INSERT, args, argnulls, &busy);
+				written = ClaimWrite(a, IDEM_STMT_INSERT, args, argnulls, 6, &busy);
 			else
 			{
 				args[6] = Int64GetDatum(row.token);
 				args[7] = BoolGetDatum(reclaim);
-				written = ClaimWrite(a, IDEM_STMT_RENEW, args, argnulls, &busy);
+				written = ClaimWrite(a, IDEM_STMT_RENEW, args, argnulls, 8, &busy);
 			}
 			if (busy)
 				break;
@@ -343,10 +347,10 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 		{
 			args[2] = Int64GetDatum(row.token);
 			args[3] = TimestampTzGetDatum(now);
-			args[4] = IntervalPGetDatum(a->lease);
-			args[5] = IntervalPGetDatum(a->retention);
+			args[4] = TimestampTzGetDatum(lease_end);
+			args[5] = TimestampTzGetDatum(expires_at);
 			args[6] = BoolGetDatum(reclaim);
-			written = ClaimWrite(a, IDEM_STMT_TAKEOVER, args, argnulls, &busy);
+			written = ClaimWrite(a, IDEM_STMT_TAKEOVER, args, argnulls, 7, &busy);
 			if (busy)
 				break;
 			if (!written)

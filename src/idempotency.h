@@ -98,6 +98,9 @@ typedef struct IdemRow
 extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
 extern SPIPlanPtr IdemPlan(IdemStmt stmt, Oid nspid);
 extern Oid	IdemKeysRelid(Oid nspid);
+extern int64 IdemNextToken(Oid nspid);
+extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
+extern double IdemEpochSeconds(TimestampTz t);
 extern int	IdemExecute(IdemStmt stmt, Oid nspid, Datum *values,
 						const char *nulls, bool read_only, long count);
 extern void IdemReadRow(IdemRow *row, MemoryContext mcxt);
