@@ -40,7 +40,8 @@ typedef struct IdemStmtDef
 	Oid			argtypes[9];
 } IdemStmtDef;
 
-#define KEYS	"%1$s.idempotency_keys"
+/* The table, schema-qualified (or, for expiry on Citus, one of its shards) */
+#define KEYS	"%1$s"
 #define EQ		" OPERATOR(pg_catalog.=) "
 #define NE		" OPERATOR(pg_catalog.<>) "
 #define LE		" OPERATOR(pg_catalog.<=) "
@@ -313,7 +314,7 @@ IdemPlan(IdemStmt stmt, Oid nspid)
 
 		if (nspname == NULL)
 			elog(ERROR, "cache lookup failed for namespace %u", nspid);
-		sql = psprintf(def->sql, quote_identifier(nspname));
+		sql = psprintf(def->sql, psprintf("%s.idempotency_keys", quote_identifier(nspname)));
 
 		plan = SPI_prepare(sql, def->nargs, (Oid *) def->argtypes);
 		if (plan == NULL)
@@ -467,6 +468,25 @@ IdemExecute(IdemStmt stmt, Oid nspid, Datum *values, const char *nulls,
 	rc = SPI_execute_plan(IdemPlan(stmt, nspid), values, nulls, read_only, count);
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+	return (int) SPI_processed;
+}
+
+/*
+ * Run a statement on another relation of the same shape as the table (a
+ * Citus shard of it, for expiry), named schema-qualified and quoted; not
+ * saved.  Returns SPI_processed.
+ */
+int
+IdemExecuteOn(IdemStmt stmt, const char *relation, Datum *values,
+			  const char *nulls)
+{
+	const IdemStmtDef *def = &stmt_defs[stmt];
+	int			rc;
+
+	rc = SPI_execute_with_args(psprintf(def->sql, relation), def->nargs,
+							   (Oid *) def->argtypes, values, nulls, false, 0);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	return (int) SPI_processed;
 }
 
