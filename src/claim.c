@@ -49,10 +49,12 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_control.h"
+#include "catalog/pg_namespace.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -113,22 +115,36 @@ static LocalTransactionId key_locks_lxid = InvalidLocalTransactionId;
 static int	key_locks = 0;
 
 /*
- * The key's advisory lock id: a 64-bit hash of the scope, then the key,
- * seeded with a secret of the cluster (initdb's random mock authentication
- * nonce, which no SQL function returns), so that no role can compute
- * another scope's lock id and hold it with pg_advisory_xact_lock().
+ * The seed of the key lock ids.  On a plain server, a secret of the cluster
+ * (initdb's random mock authentication nonce, which no SQL function
+ * returns), so that no role can compute another scope's lock id and hold it
+ * with pg_advisory_xact_lock().  On a Citus node the lock is taken on the
+ * shard's node by statements that may come from any node (the coordinator,
+ * or a worker running a delegated call), so every node must compute the
+ * same id: there the seed is a constant (README, "Scaling out", says what
+ * that leaves open).
  */
+static uint64
+LockSeed(void)
+{
+	static uint64 secret = 0;
+
+	if (OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		return CLAIM_LOCK_SEED;
+	if (secret == 0)
+		secret = hash_bytes_extended((const unsigned char *) GetMockAuthenticationNonce(),
+									 MOCK_AUTH_NONCE_LEN, CLAIM_LOCK_SEED) | 1;
+	return secret;
+}
+
+/* The key's advisory lock id: a 64-bit hash of the scope, then the key */
 static int64
 KeyLockId(text *scope, text *key)
 {
-	static uint64 seed = 0;
 	uint64		h;
 
-	if (seed == 0)
-		seed = hash_bytes_extended((const unsigned char *) GetMockAuthenticationNonce(),
-								   MOCK_AUTH_NONCE_LEN, CLAIM_LOCK_SEED) | 1;
 	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(scope),
-							VARSIZE_ANY_EXHDR(scope), seed);
+							VARSIZE_ANY_EXHDR(scope), LockSeed());
 	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
 							VARSIZE_ANY_EXHDR(key), h);
 	return (int64) h;
