@@ -54,6 +54,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -151,6 +152,48 @@ KeyLockId(text *scope, text *key)
 }
 
 /*
+ * The key lock statement's work, on this server: the lock functions called
+ * directly, with no statement to start.
+ */
+static bool
+LockKeyHere(IdemStmt stmt, int64 id)
+{
+	Datum		arg = Int64GetDatum(id);
+
+	switch (stmt)
+	{
+		case IDEM_STMT_LOCK_KEY:
+			(void) DirectFunctionCall1(pg_advisory_xact_lock_int8, arg);
+			return true;
+		case IDEM_STMT_TRY_LOCK_KEY:
+			return DatumGetBool(DirectFunctionCall1(pg_try_advisory_xact_lock_int8, arg));
+		default:
+			if (!DatumGetBool(DirectFunctionCall1(pg_try_advisory_lock_int8, arg)))
+				return false;
+			(void) DirectFunctionCall1(pg_advisory_unlock_int8, arg);
+			return true;
+	}
+}
+
+/*
+ * The same on a Citus node, through the key's row, so that the lock is
+ * taken on the node that holds the key's shard, wherever this runs.
+ */
+static bool
+LockKeyRouted(IdemClaimArgs *a, IdemStmt stmt, int64 id)
+{
+	Datum		args[3];
+	bool		isnull;
+
+	args[0] = PointerGetDatum(a->scope);
+	args[1] = PointerGetDatum(a->key);
+	args[2] = Int64GetDatum(id);
+	IdemExecute(stmt, a->nspid, args, NULL, false, 0);
+	return stmt == IDEM_STMT_LOCK_KEY ||
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
  * Take the key's lock before writing its row (see the top of the file).
  * With wait, waits for a transaction that holds it; without, returns false
  * at once when another transaction holds it.  Past CLAIM_MAX_KEY_LOCKS
@@ -160,9 +203,9 @@ KeyLockId(text *scope, text *key)
 bool
 IdemLockKey(IdemClaimArgs *a, bool wait)
 {
-	Datum		args[3];
 	IdemStmt	stmt;
-	bool		isnull;
+	int64		id = KeyLockId(a->scope, a->key);
+	bool		got;
 
 	if (key_locks_lxid != IdemCurrentLxid())
 	{
@@ -176,21 +219,13 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 	else
 		stmt = IDEM_STMT_PROBE_LOCK_KEY;
 
-	args[0] = PointerGetDatum(a->scope);
-	args[1] = PointerGetDatum(a->key);
-	args[2] = Int64GetDatum(KeyLockId(a->scope, a->key));
-	IdemExecute(stmt, a->nspid, args, NULL, false, 0);
-	if (stmt == IDEM_STMT_LOCK_KEY)
-	{
+	if (OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		got = LockKeyRouted(a, stmt, id);
+	else
+		got = LockKeyHere(stmt, id);
+	if (got && stmt != IDEM_STMT_PROBE_LOCK_KEY)
 		key_locks++;
-		return true;
-	}
-	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-									1, &isnull)))
-		return false;
-	if (stmt == IDEM_STMT_TRY_LOCK_KEY)
-		key_locks++;
-	return true;
+	return got;
 }
 
 /*
