@@ -10,13 +10,13 @@
  * "new" (it rolled back).
  *
  * The common case is cheap.  A duplicate of a completed key is one
- * read-only SELECT.  A new key is a SELECT that finds nothing and an
- * INSERT ... ON CONFLICT DO NOTHING, which waits for an uncommitted
- * duplicate and then finds it.  Rows that must be taken over (lease run
- * out, failed retryable, past expires_at) are updated with the token seen
- * as a guard, so a row that changed in between is read again rather than
- * overwritten.  No lock is taken besides what those statements take: a
- * transaction may claim any number of keys.
+ * read-only SELECT.  A new key is a SELECT that finds nothing, the key's
+ * lock (below) and an INSERT ... ON CONFLICT DO NOTHING.  Rows that must be
+ * taken over (lease run out, failed retryable, past expires_at) are updated
+ * with the token seen as a guard, so a row that changed in between is read
+ * again rather than overwritten.  Tokens, lease ends and expiry times are
+ * computed here and passed as parameters, so that every statement routes
+ * to one shard on Citus.
  *
  * Before it writes the key's row, a claim takes the key's lock: a
  * transaction-level advisory lock on a 64-bit hash of (scope, key), held
@@ -69,7 +69,7 @@ PG_FUNCTION_INFO_V1(idem_claim);
 /* retry_after when another transaction holds the key uncommitted */
 #define CLAIM_UNCOMMITTED_RETRY_SECONDS 1
 
-/* Key locks a transaction takes with wait => true (see the top of the file) */
+/* Key locks a transaction holds at most (see the top of the file) */
 #define CLAIM_MAX_KEY_LOCKS 64
 
 /* Seed of the key lock's hash ("idem") */
