@@ -128,3 +128,18 @@ SELECT outcome FROM idem_claim('stuck', NULL, 'm1');
 -- lookup: the row, or no row
 SELECT scope, key, status, response_code FROM idem_lookup('ext-1', 'm1');
 SELECT count(*) FROM idem_lookup('ext-1', 'nope');
+
+-- complete, fail and heartbeat keep the claim's retention to the microsecond
+-- (their statements compute it in epoch seconds with IMMUTABLE functions, so
+-- that Citus can route them; README "Scaling out")
+BEGIN;
+SELECT count(*) FROM generate_series(1, 500) i,
+    idem_claim('exact-' || i, NULL, 'exact', lease => (i || ' ms')::interval,
+               retention => ('1 day ' || (i * 1.000001) || ' sec')::interval);
+SELECT count(*) FROM generate_series(1, 250) i, LATERAL (SELECT idem_complete('exact-' || i, 200, '{}', 'exact')) c;
+SELECT count(*) FROM generate_series(251, 500) i, LATERAL (SELECT idem_heartbeat('exact-' || i, 'exact', NULL, ('1 hour ' || i || ' us')::interval)) c;
+SELECT count(*) FILTER (WHERE expires_at = coalesce(locked_until, updated_at)
+                                          + ('1 day ' || (substr(key, 7)::int * 1.000001) || ' sec')::interval) AS exact,
+       count(*) AS keys
+FROM idempotency_keys WHERE scope = 'exact';
+ROLLBACK;

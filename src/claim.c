@@ -10,13 +10,13 @@
  * "new" (it rolled back).
  *
  * The common case is cheap.  A duplicate of a completed key is one
- * read-only SELECT.  A new key is a SELECT that finds nothing and an
- * INSERT ... ON CONFLICT DO NOTHING, which waits for an uncommitted
- * duplicate and then finds it.  Rows that must be taken over (lease run
- * out, failed retryable, past expires_at) are updated with the token seen
- * as a guard, so a row that changed in between is read again rather than
- * overwritten.  No lock is taken besides what those statements take: a
- * transaction may claim any number of keys.
+ * read-only SELECT.  A new key is a SELECT that finds nothing, the key's
+ * lock (below) and an INSERT ... ON CONFLICT DO NOTHING.  Rows that must be
+ * taken over (lease run out, failed retryable, past expires_at) are updated
+ * with the token seen as a guard, so a row that changed in between is read
+ * again rather than overwritten.  Tokens, lease ends and expiry times are
+ * computed here and passed as parameters, so that every statement routes
+ * to one shard on Citus.
  *
  * Before it writes the key's row, a claim takes the key's lock: a
  * transaction-level advisory lock on a 64-bit hash of (scope, key), held
@@ -49,10 +49,13 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_control.h"
+#include "catalog/pg_namespace.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -66,7 +69,7 @@ PG_FUNCTION_INFO_V1(idem_claim);
 /* retry_after when another transaction holds the key uncommitted */
 #define CLAIM_UNCOMMITTED_RETRY_SECONDS 1
 
-/* Key locks a transaction takes with wait => true (see the top of the file) */
+/* Key locks a transaction holds at most (see the top of the file) */
 #define CLAIM_MAX_KEY_LOCKS 64
 
 /* Seed of the key lock's hash ("idem") */
@@ -113,25 +116,81 @@ static LocalTransactionId key_locks_lxid = InvalidLocalTransactionId;
 static int	key_locks = 0;
 
 /*
- * The key's advisory lock id: a 64-bit hash of the scope, then the key,
- * seeded with a secret of the cluster (initdb's random mock authentication
- * nonce, which no SQL function returns), so that no role can compute
- * another scope's lock id and hold it with pg_advisory_xact_lock().
+ * The seed of the key lock ids.  On a plain server, a secret of the cluster
+ * (initdb's random mock authentication nonce, which no SQL function
+ * returns), so that no role can compute another scope's lock id and hold it
+ * with pg_advisory_xact_lock().  On a Citus node the lock is taken on the
+ * shard's node by statements that may come from any node (the coordinator,
+ * or a worker running a delegated call), so every node must compute the
+ * same id: there the seed is a constant (README, "Scaling out", says what
+ * that leaves open).
  */
+static uint64
+LockSeed(void)
+{
+	static uint64 secret = 0;
+
+	if (OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		return CLAIM_LOCK_SEED;
+	if (secret == 0)
+		secret = hash_bytes_extended((const unsigned char *) GetMockAuthenticationNonce(),
+									 MOCK_AUTH_NONCE_LEN, CLAIM_LOCK_SEED) | 1;
+	return secret;
+}
+
+/* The key's advisory lock id: a 64-bit hash of the scope, then the key */
 static int64
 KeyLockId(text *scope, text *key)
 {
-	static uint64 seed = 0;
 	uint64		h;
 
-	if (seed == 0)
-		seed = hash_bytes_extended((const unsigned char *) GetMockAuthenticationNonce(),
-								   MOCK_AUTH_NONCE_LEN, CLAIM_LOCK_SEED) | 1;
 	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(scope),
-							VARSIZE_ANY_EXHDR(scope), seed);
+							VARSIZE_ANY_EXHDR(scope), LockSeed());
 	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
 							VARSIZE_ANY_EXHDR(key), h);
 	return (int64) h;
+}
+
+/*
+ * The key lock statement's work, on this server: the lock functions called
+ * directly, with no statement to start.
+ */
+static bool
+LockKeyHere(IdemStmt stmt, int64 id)
+{
+	Datum		arg = Int64GetDatum(id);
+
+	switch (stmt)
+	{
+		case IDEM_STMT_LOCK_KEY:
+			(void) DirectFunctionCall1(pg_advisory_xact_lock_int8, arg);
+			return true;
+		case IDEM_STMT_TRY_LOCK_KEY:
+			return DatumGetBool(DirectFunctionCall1(pg_try_advisory_xact_lock_int8, arg));
+		default:
+			if (!DatumGetBool(DirectFunctionCall1(pg_try_advisory_lock_int8, arg)))
+				return false;
+			(void) DirectFunctionCall1(pg_advisory_unlock_int8, arg);
+			return true;
+	}
+}
+
+/*
+ * The same on a Citus node, through the key's row, so that the lock is
+ * taken on the node that holds the key's shard, wherever this runs.
+ */
+static bool
+LockKeyRouted(IdemClaimArgs *a, IdemStmt stmt, int64 id)
+{
+	Datum		args[3];
+	bool		isnull;
+
+	args[0] = PointerGetDatum(a->scope);
+	args[1] = PointerGetDatum(a->key);
+	args[2] = Int64GetDatum(id);
+	IdemExecute(stmt, a->nspid, args, NULL, false, 0);
+	return stmt == IDEM_STMT_LOCK_KEY ||
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /*
@@ -144,9 +203,9 @@ KeyLockId(text *scope, text *key)
 bool
 IdemLockKey(IdemClaimArgs *a, bool wait)
 {
-	Datum		args[3];
 	IdemStmt	stmt;
-	bool		isnull;
+	int64		id = KeyLockId(a->scope, a->key);
+	bool		got;
 
 	if (key_locks_lxid != IdemCurrentLxid())
 	{
@@ -160,21 +219,13 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 	else
 		stmt = IDEM_STMT_PROBE_LOCK_KEY;
 
-	args[0] = PointerGetDatum(a->scope);
-	args[1] = PointerGetDatum(a->key);
-	args[2] = Int64GetDatum(KeyLockId(a->scope, a->key));
-	IdemExecute(stmt, a->nspid, args, NULL, false, 0);
-	if (stmt == IDEM_STMT_LOCK_KEY)
-	{
+	if (OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		got = LockKeyRouted(a, stmt, id);
+	else
+		got = LockKeyHere(stmt, id);
+	if (got && stmt != IDEM_STMT_PROBE_LOCK_KEY)
 		key_locks++;
-		return true;
-	}
-	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-									1, &isnull)))
-		return false;
-	if (stmt == IDEM_STMT_TRY_LOCK_KEY)
-		key_locks++;
-	return true;
+	return got;
 }
 
 /*
@@ -193,18 +244,20 @@ TryLockRow(IdemClaimArgs *a)
 
 /*
  * Run one of a claim's writes, after taking the key's lock (and, for an
- * update with wait => false, the row's); returns whether it changed a row.
- * Sets *busy, writing nothing, when wait => false finds either lock held by
- * another transaction.
+ * update with wait => false, the row's), with a new token as argument
+ * token_arg; returns whether it changed a row.  Sets *busy, writing
+ * nothing, when wait => false finds either lock held by another
+ * transaction.
  */
 static bool
 ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, Datum *args, const char *argnulls,
-		   bool *busy)
+		   int token_arg, bool *busy)
 {
 	*busy = !IdemLockKey(a, a->wait) ||
 		(!a->wait && stmt != IDEM_STMT_INSERT && !TryLockRow(a));
 	if (*busy)
 		return false;
+	args[token_arg] = Int64GetDatum(IdemNextToken(a->nspid));
 	return IdemExecute(stmt, a->nspid, args, argnulls, false, 0) > 0;
 }
 
@@ -221,6 +274,8 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 {
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
 	TimestampTz now = a->now;
+	TimestampTz lease_end = IdemTimePlus(now, a->lease);
+	TimestampTz expires_at = IdemTimePlus(lease_end, a->retention);
 	text	   *key = a->key;
 	text	   *scope = a->scope;
 	bytea	   *hash = a->hash;
@@ -233,8 +288,8 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 
 	for (int round = 0; outcome == NULL && !busy; round++)
 	{
-		Datum		args[8];
-		char		argnulls[8];
+		Datum		args[9];
+		char		argnulls[9];
 		bool		expired;
 		bool		written;
 
@@ -323,15 +378,15 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 			args[2] = hash ? PointerGetDatum(hash) : (Datum) 0;
 			argnulls[2] = hash ? ' ' : 'n';
 			args[3] = TimestampTzGetDatum(now);
-			args[4] = IntervalPGetDatum(a->lease);
-			args[5] = IntervalPGetDatum(a->retention);
+			args[4] = TimestampTzGetDatum(lease_end);
+			args[5] = TimestampTzGetDatum(expires_at);
 			if (!row.found)
-				written = ClaimWrite(a, IDEM_STMT_INSERT, args, argnulls, &busy);
+				written = ClaimWrite(a, IDEM_STMT_INSERT, args, argnulls, 6, &busy);
 			else
 			{
 				args[6] = Int64GetDatum(row.token);
 				args[7] = BoolGetDatum(reclaim);
-				written = ClaimWrite(a, IDEM_STMT_RENEW, args, argnulls, &busy);
+				written = ClaimWrite(a, IDEM_STMT_RENEW, args, argnulls, 8, &busy);
 			}
 			if (busy)
 				break;
@@ -343,10 +398,10 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 		{
 			args[2] = Int64GetDatum(row.token);
 			args[3] = TimestampTzGetDatum(now);
-			args[4] = IntervalPGetDatum(a->lease);
-			args[5] = IntervalPGetDatum(a->retention);
+			args[4] = TimestampTzGetDatum(lease_end);
+			args[5] = TimestampTzGetDatum(expires_at);
 			args[6] = BoolGetDatum(reclaim);
-			written = ClaimWrite(a, IDEM_STMT_TAKEOVER, args, argnulls, &busy);
+			written = ClaimWrite(a, IDEM_STMT_TAKEOVER, args, argnulls, 7, &busy);
 			if (busy)
 				break;
 			if (!written)

@@ -446,8 +446,8 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		Datum		args[7];
-		char		argnulls[7];
+		Datum		args[8];
+		char		argnulls[8];
 		int			level;
 
 		response = RunStatement(st, a, callcxt);
@@ -459,11 +459,12 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		args[2] = a->hash ? PointerGetDatum(a->hash) : (Datum) 0;
 		argnulls[2] = a->hash ? ' ' : 'n';
 		args[3] = TimestampTzGetDatum(a->now);
-		args[4] = IntervalPGetDatum(a->retention);
+		args[4] = TimestampTzGetDatum(IdemTimePlus(a->now, a->retention));
 		args[5] = code;
 		argnulls[5] = code_null ? 'n' : ' ';
 		args[6] = response;
 		argnulls[6] = response ? ' ' : 'n';
+		args[7] = Int64GetDatum(IdemNextToken(a->nspid));
 		if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a->nspid, args, argnulls, false, 0) != 1)
 			elog(ERROR, "INSERT of idempotency key did not return its row");
 		{
@@ -554,18 +555,20 @@ static Datum
 CompleteClaim(IdemClaimArgs *a, Datum token, Datum code, bool code_null,
 			  Datum response)
 {
-	Datum		args[6];
-	char		argnulls[6];
+	Datum		args[7];
+	char		argnulls[7];
 	int			level = PinSearchPath();
 	bool		isnull;
 	Datum		status;
+	TimestampTz now = GetCurrentTimestamp();
 
 	args[0] = PointerGetDatum(a->scope);
 	args[1] = PointerGetDatum(a->key);
 	args[2] = token;
-	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[3] = TimestampTzGetDatum(now);
 	args[4] = code;
 	args[5] = response;
+	args[6] = Float8GetDatum(IdemEpochSeconds(now));
 	memset(argnulls, ' ', sizeof(argnulls));
 	argnulls[4] = code_null ? 'n' : ' ';
 	argnulls[5] = response ? ' ' : 'n';

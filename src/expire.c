@@ -19,8 +19,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "nodes/pg_list.h"
 #include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "idempotency.h"
@@ -31,10 +36,79 @@ PG_FUNCTION_INFO_V1(idem_expire);
 #define EXPIRE_SQL_BATCH 10000
 
 /*
+ * The relations expiry works on: NIL for the table itself, or, where Citus
+ * has distributed it by hash, this node's shards of it, schema-qualified
+ * and quoted.  Each node's worker expires its own shards, with no
+ * connection to another node (which idempotency_admin, a role that cannot
+ * log in, could not open): statements over the whole distributed table
+ * with FOR UPDATE cannot run on Citus anyway.  Called inside SPI.
+ */
+static List *
+LocalShards(Oid nspid)
+{
+	Oid			table = IdemKeysRelid(nspid);
+	Datum		arg = ObjectIdGetDatum(table);
+	List	   *shards = NIL;
+	char	   *schema;
+	char	   *relname;
+
+	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)) ||
+		!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		return NIL;
+	if (SPI_execute_with_args("SELECT s.shardid FROM pg_catalog.pg_dist_partition d"
+							  " JOIN pg_catalog.pg_dist_shard s ON s.logicalrelid OPERATOR(pg_catalog.=) d.logicalrelid"
+							  " JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid"
+							  " WHERE d.logicalrelid OPERATOR(pg_catalog.=) $1 AND d.partmethod OPERATOR(pg_catalog.=) 'h'"
+							  " AND p.groupid OPERATOR(pg_catalog.=) (SELECT groupid FROM pg_catalog.pg_dist_local_group)"
+							  " ORDER BY s.shardid",
+							  1, (Oid[]) {OIDOID}, &arg, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read this node's shards of idempotency_keys");
+	if (SPI_processed == 0)
+		return NIL;
+	schema = (char *) quote_identifier(get_namespace_name(nspid));
+	relname = get_rel_name(table);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int64		shardid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 1, &isnull));
+
+		shards = lappend(shards, psprintf("%s.%s", schema,
+										  quote_identifier(psprintf("%s_" INT64_FORMAT, relname, shardid))));
+	}
+	return shards;
+}
+
+/* Is idempotency_keys distributed by Citus (so that only shards hold rows)? */
+static bool
+Distributed(Oid nspid)
+{
+	Datum		arg = ObjectIdGetDatum(IdemKeysRelid(nspid));
+
+	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		return false;
+	if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_dist_partition"
+							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1",
+							  1, (Oid[]) {OIDOID}, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_dist_partition");
+	return SPI_processed > 0;
+}
+
+/* Run an expiry statement on the table (relation NULL) or on one shard */
+static int
+ExpireOn(IdemStmt stmt, Oid nspid, const char *relation, Datum *args)
+{
+	if (relation == NULL)
+		return IdemExecute(stmt, nspid, args, NULL, false, 0);
+	return IdemExecuteOn(stmt, relation, args, NULL);
+}
+
+/*
  * One batch of expiry in the extension's schema nspid, as of now: stale
- * claims expired first, then rows deleted, at most batch_size rows in all.
- * Adds what it did to result and returns the rows it changed.  The caller
- * is connected to SPI.
+ * claims expired first, then rows deleted, at most batch_size rows in all,
+ * on the table or, on a Citus node, on this node's shards of it.  Adds what
+ * it did to result and returns the rows it changed.  The caller is
+ * connected to SPI.
  */
 int
 IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
@@ -44,17 +118,36 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 	Datum		args[3];
 	int			expired = 0;
 	int			deleted = 0;
+	List	   *targets = NIL;
+	ListCell   *lc;
+
+	if (Distributed(nspid))
+	{
+		targets = LocalShards(nspid);
+		if (targets == NIL)
+			return 0;			/* this node holds no shard */
+	}
+	else
+		targets = list_make1(NULL);
 
 	args[0] = TimestampTzGetDatum(now);
-	args[1] = Int64GetDatum(batch_size);
 	args[2] = BoolGetDatum(reclaim);
-
-	if (reclaim)
-		expired = IdemExecute(IDEM_STMT_EXPIRE_STALE, nspid, args, NULL, false, 0);
-	if (expired < batch_size)
+	foreach(lc, targets)
 	{
-		args[1] = Int64GetDatum(batch_size - expired);
-		deleted = IdemExecute(IDEM_STMT_EXPIRE_DELETE, nspid, args, NULL, false, 0);
+		const char *relation = (const char *) lfirst(lc);
+		int			done = expired + deleted;
+
+		if (reclaim && done < batch_size)
+		{
+			args[1] = Int64GetDatum(batch_size - done);
+			expired += ExpireOn(IDEM_STMT_EXPIRE_STALE, nspid, relation, args);
+		}
+		done = expired + deleted;
+		if (done < batch_size)
+		{
+			args[1] = Int64GetDatum(batch_size - done);
+			deleted += ExpireOn(IDEM_STMT_EXPIRE_DELETE, nspid, relation, args);
+		}
 	}
 	result->expired += expired;
 	result->deleted += deleted;

@@ -98,8 +98,13 @@ typedef struct IdemRow
 extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
 extern SPIPlanPtr IdemPlan(IdemStmt stmt, Oid nspid);
 extern Oid	IdemKeysRelid(Oid nspid);
+extern int64 IdemNextToken(Oid nspid);
+extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
+extern double IdemEpochSeconds(TimestampTz t);
 extern int	IdemExecute(IdemStmt stmt, Oid nspid, Datum *values,
 						const char *nulls, bool read_only, long count);
+extern int	IdemExecuteOn(IdemStmt stmt, const char *relation, Datum *values,
+						  const char *nulls);
 extern void IdemReadRow(IdemRow *row, MemoryContext mcxt);
 extern void IdemValidateKey(text *key, const char *what);
 extern void IdemGetKeyArgs(FunctionCallInfo fcinfo, int keyarg, int scopearg,

@@ -149,11 +149,13 @@ Datum
 idem_complete(PG_FUNCTION_ARGS)
 {
 	KeyCall		call;
-	Datum		args[6];
-	char		nulls[6] = "      ";
+	Datum		args[7];
+	char		nulls[7] = "       ";
+	TimestampTz now = GetCurrentTimestamp();
 
 	GetHolderCall(fcinfo, "idem_complete", 0, 3, 4, &call);
-	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[3] = TimestampTzGetDatum(now);
+	args[6] = Float8GetDatum(IdemEpochSeconds(now));
 	args[4] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[4] = PG_ARGISNULL(1) ? 'n' : ' ';
 	args[5] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
@@ -173,8 +175,9 @@ Datum
 idem_fail(PG_FUNCTION_ARGS)
 {
 	KeyCall		call;
-	Datum		args[7];
-	char		nulls[7] = "       ";
+	Datum		args[8];
+	char		nulls[8] = "        ";
+	TimestampTz now = GetCurrentTimestamp();
 
 	GetHolderCall(fcinfo, "idem_fail", 0, 1, 2, &call);
 	if (PG_ARGISNULL(5))
@@ -182,12 +185,13 @@ idem_fail(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("retryable must not be null"),
 				 IdemErrdetailKey(call.key, call.scope)));
-	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[3] = TimestampTzGetDatum(now);
 	args[4] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
 	nulls[4] = PG_ARGISNULL(3) ? 'n' : ' ';
 	args[5] = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
 	nulls[5] = PG_ARGISNULL(4) ? 'n' : ' ';
 	args[6] = PG_GETARG_DATUM(5);
+	args[7] = Float8GetDatum(IdemEpochSeconds(now));
 
 	SPI_connect();
 	ExecuteHolderCall(&call, IDEM_STMT_FAIL, args, nulls);
@@ -203,7 +207,7 @@ Datum
 idem_heartbeat(PG_FUNCTION_ARGS)
 {
 	KeyCall		call;
-	Datum		args[5];
+	Datum		args[6];
 	Interval   *lease;
 	TimestampTz now;
 	TimestampTz until;
@@ -213,8 +217,10 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 	lease = PG_ARGISNULL(3) ? IdemSecondsInterval(idem_lease_seconds) : PG_GETARG_INTERVAL_P(3);
 	now = GetCurrentTimestamp();
 	IdemCheckInterval(lease, "lease", now, call.key, call.scope);
+	until = IdemTimePlus(now, lease);
 	args[3] = TimestampTzGetDatum(now);
-	args[4] = IntervalPGetDatum(lease);
+	args[4] = TimestampTzGetDatum(until);
+	args[5] = Float8GetDatum(IdemEpochSeconds(until));
 
 	SPI_connect();
 	ExecuteHolderCall(&call, IDEM_STMT_HEARTBEAT, args, NULL);
@@ -273,9 +279,10 @@ idem_resolve(PG_FUNCTION_ARGS)
 {
 	KeyCall		call;
 	char	   *action;
-	Datum		args[6];
-	char		nulls[6] = "      ";
+	Datum		args[7];
+	char		nulls[7] = "       ";
 	IdemStmt	stmt;
+	TimestampTz now = GetCurrentTimestamp();
 
 	GetKey(fcinfo, "idem_resolve", 0, 1, &call);
 	if (PG_ARGISNULL(2))
@@ -299,14 +306,16 @@ idem_resolve(PG_FUNCTION_ARGS)
 
 	args[0] = PointerGetDatum(call.scope);
 	args[1] = PointerGetDatum(call.key);
-	args[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[2] = TimestampTzGetDatum(now);
 	args[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
 	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
 	args[4] = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
 	nulls[4] = PG_ARGISNULL(4) ? 'n' : ' ';
-	args[5] = IntervalPGetDatum(IdemSecondsInterval(idem_retention_seconds));
+	args[5] = TimestampTzGetDatum(IdemTimePlus(now, IdemSecondsInterval(idem_retention_seconds)));
 
 	SPI_connect();
+	if (stmt == IDEM_STMT_RESOLVE_FAIL)
+		args[6] = Int64GetDatum(IdemNextToken(call.nspid));
 	if (IdemExecute(stmt, call.nspid, args, nulls, false, 0) == 0)
 	{
 		/* token_given with a token no row has: reports missing or state */

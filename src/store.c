@@ -18,9 +18,13 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "commands/sequence.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -33,11 +37,11 @@ typedef struct IdemStmtDef
 {
 	const char *sql;
 	int			nargs;
-	Oid			argtypes[8];
+	Oid			argtypes[9];
 } IdemStmtDef;
 
-#define KEYS	"%1$s.idempotency_keys"
-#define NEXTTOKEN	"pg_catalog.nextval(%2$s::pg_catalog.regclass)"
+/* The table, schema-qualified (or, for expiry on Citus, one of its shards) */
+#define KEYS	"%1$s"
 #define EQ		" OPERATOR(pg_catalog.=) "
 #define NE		" OPERATOR(pg_catalog.<>) "
 #define LE		" OPERATOR(pg_catalog.<=) "
@@ -45,6 +49,18 @@ typedef struct IdemStmtDef
 #define PLUS	" OPERATOR(pg_catalog.+) "
 #define MINUS	" OPERATOR(pg_catalog.-) "
 #define WHERE_KEY	" WHERE scope" EQ "$1 AND key" EQ "$2"
+
+/*
+ * "now + the retention this row keeps", where $n is now in Unix epoch
+ * seconds: a processing row keeps expires_at = locked_until + retention.
+ * Every function in it is IMMUTABLE, unlike timestamptz + interval (STABLE),
+ * which Citus refuses over columns in an UPDATE; and it is exact to the
+ * microsecond (float8 epoch seconds carry about 0.2 us until the year 2242,
+ * and to_timestamp rounds to the microsecond).
+ */
+#define SHIFTED_EXPIRY(n) \
+	"pg_catalog.to_timestamp(" n " OPERATOR(pg_catalog.+) pg_catalog.date_part('epoch'," \
+	" expires_at" MINUS "locked_until))"
 
 /*
  * "The row is processing", for statements that find one row by its key.
@@ -68,40 +84,48 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 		" FROM " KEYS WHERE_KEY,
 		2, {TEXTOID, TEXTOID}
 	},
-	/* $3 request hash, $4 now, $5 lease, $6 retention */
+	/*
+	 * Every value is computed in C and passed as a parameter (no nextval(),
+	 * no time arithmetic in SQL), so that on a distributed table Citus can
+	 * route each statement to the key's shard.  $3 request hash, $4 now,
+	 * $5 lease end, $6 expires_at, $7 token.
+	 */
 	[IDEM_STMT_INSERT] = {
 		"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"
 		" created_at, updated_at, expires_at, request_hash)"
-		" VALUES ($1, $2, 'processing', " NEXTTOKEN ", $4" PLUS "$5,"
-		" $4, $4, $4" PLUS "$5" PLUS "$6, $3)"
+		" VALUES ($1, $2, 'processing', $7, $5, $4, $4, $6, $3)"
 		" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
-		6, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, INTERVALOID, INTERVALOID}
+		7, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
 	},
 	/*
 	 * Take over a failed-retryable key, or a processing one whose lease ran
 	 * out ($7: stale policy is reclaim).  $3 is the token seen, so a claim
-	 * that changed the row in between makes this a no-op.
+	 * that changed the row in between makes this a no-op.  $5 lease end,
+	 * $6 expires_at, $8 the new token.
 	 */
 	[IDEM_STMT_TAKEOVER] = {
-		"UPDATE " KEYS " SET status = 'processing', token = " NEXTTOKEN ","
-		" locked_until = $4" PLUS "$5, expires_at = $4" PLUS "$5" PLUS "$6,"
+		"UPDATE " KEYS " SET status = 'processing', token = $8,"
+		" locked_until = $5, expires_at = $6,"
 		" retryable = true, response_code = NULL, response = NULL, updated_at = $4"
 		WHERE_KEY " AND token" EQ "$3 AND expires_at" GT "$4"
 		" AND ((status" EQ "'failed' AND retryable)"
 		" OR ($7 AND status" EQ "'processing' AND locked_until" LE "$4))"
 		" RETURNING token, status, recovery_point",
-		7, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INTERVALOID, INTERVALOID, BOOLOID}
+		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID, INT8OID}
 	},
-	/* Start afresh on a row past expires_at ($8: may replace processing) */
+	/*
+	 * Start afresh on a row past expires_at ($8: may replace processing);
+	 * $7 the token seen, $9 the new token.
+	 */
 	[IDEM_STMT_RENEW] = {
-		"UPDATE " KEYS " SET status = 'processing', token = " NEXTTOKEN ","
-		" locked_until = $4" PLUS "$5, expires_at = $4" PLUS "$5" PLUS "$6,"
+		"UPDATE " KEYS " SET status = 'processing', token = $9,"
+		" locked_until = $5, expires_at = $6,"
 		" created_at = $4, updated_at = $4, request_hash = $3, retryable = true,"
 		" response_code = NULL, response = NULL, recovery_point = NULL"
 		WHERE_KEY " AND token" EQ "$7 AND expires_at" LE "$4"
 		" AND ($8 OR status" NE "'processing')"
 		" RETURNING token, status",
-		8, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, INTERVALOID, INTERVALOID, INT8OID, BOOLOID}
+		9, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, BOOLOID, INT8OID}
 	},
 	/*
 	 * Record results.  A processing row keeps expires_at = locked_until +
@@ -109,26 +133,27 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	 */
 	[IDEM_STMT_COMPLETE] = {
 		"UPDATE " KEYS " SET status = 'completed', response_code = $5, response = $6,"
-		" expires_at = $4" PLUS "(expires_at" MINUS "locked_until),"
+		" expires_at = " SHIFTED_EXPIRY("$7") ","
 		" locked_until = NULL, updated_at = $4"
 		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING
 		" RETURNING status",
-		6, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID}
+		7, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, FLOAT8OID}
 	},
 	[IDEM_STMT_FAIL] = {
 		"UPDATE " KEYS " SET status = 'failed', retryable = $7, response_code = $5, response = $6,"
-		" expires_at = $4" PLUS "(expires_at" MINUS "locked_until),"
+		" expires_at = " SHIFTED_EXPIRY("$8") ","
 		" locked_until = NULL, updated_at = $4"
 		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING,
-		7, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, BOOLOID}
+		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, BOOLOID, FLOAT8OID}
 	},
+	/* $5 the new lease end, $6 the same in Unix epoch seconds */
 	[IDEM_STMT_HEARTBEAT] = {
-		"UPDATE " KEYS " SET locked_until = $4" PLUS "$5,"
-		" expires_at = $4" PLUS "$5" PLUS "(expires_at" MINUS "locked_until),"
+		"UPDATE " KEYS " SET locked_until = $5,"
+		" expires_at = " SHIFTED_EXPIRY("$6") ","
 		" updated_at = $4"
 		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING
 		" RETURNING locked_until",
-		5, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INTERVALOID}
+		6, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID}
 	},
 	[IDEM_STMT_RELEASE] = {
 		"DELETE FROM " KEYS WHERE_KEY " AND token" EQ "$3" AND_PROCESSING,
@@ -140,12 +165,13 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 		5, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID}
 	},
 	/* Operator settles a processing key; a new token fences the old holder */
+	/* $6 expires_at, $7 the new token */
 	[IDEM_STMT_RESOLVE_FAIL] = {
-		"UPDATE " KEYS " SET status = 'failed', retryable = false, token = " NEXTTOKEN ","
+		"UPDATE " KEYS " SET status = 'failed', retryable = false, token = $7,"
 		" response_code = $4, response = $5, locked_until = NULL,"
-		" updated_at = $3, expires_at = $3" PLUS "$6"
+		" updated_at = $3, expires_at = $6"
 		WHERE_KEY AND_PROCESSING,
-		6, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, JSONBOID, INTERVALOID}
+		7, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, JSONBOID, TIMESTAMPTZOID, INT8OID}
 	},
 	[IDEM_STMT_RESOLVE_RELEASE] = {
 		"DELETE FROM " KEYS WHERE_KEY AND_PROCESSING,
@@ -214,14 +240,14 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	 * INSERT: a key claimed meanwhile makes it wait for that claim and then
 	 * fail with unique_violation, which execute.c handles; no ON CONFLICT,
 	 * whose speculative insertion costs a WAL record more.  $3 request
-	 * hash, $4 now, $5 retention, $6 response code, $7 response.
+	 * hash, $4 now, $5 expires_at, $6 response code, $7 response, $8 token.
 	 */
 	[IDEM_STMT_INSERT_COMPLETED] = {
 		"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
 		" expires_at, request_hash, response_code, response)"
-		" VALUES ($1, $2, 'completed', " NEXTTOKEN ", $4, $4, $4" PLUS "$5, $3, $6, $7)"
+		" VALUES ($1, $2, 'completed', $8, $4, $4, $5, $3, $6, $7)"
 		" RETURNING token, status",
-		7, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, INTERVALOID, INT4OID, JSONBOID}
+		8, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, JSONBOID, INT8OID}
 	},
 };
 
@@ -283,16 +309,12 @@ IdemPlan(IdemStmt stmt, Oid nspid)
 	{
 		const IdemStmtDef *def = &stmt_defs[stmt];
 		char	   *nspname = get_namespace_name(nspid);
-		char	   *schema;
-		char	   *seq;
 		char	   *sql;
 		SPIPlanPtr	plan;
 
 		if (nspname == NULL)
 			elog(ERROR, "cache lookup failed for namespace %u", nspid);
-		schema = (char *) quote_identifier(nspname);
-		seq = quote_literal_cstr(psprintf("%s.idempotency_token_seq", schema));
-		sql = psprintf(def->sql, schema, seq);
+		sql = psprintf(def->sql, psprintf("%s.idempotency_keys", quote_identifier(nspname)));
 
 		plan = SPI_prepare(sql, def->nargs, (Oid *) def->argtypes);
 		if (plan == NULL)
@@ -323,6 +345,116 @@ IdemKeysRelid(Oid nspid)
 	return keys_relid;
 }
 
+/* Tokens: the node's group id above TOKEN_GROUP_SHIFT bits of its sequence */
+#define TOKEN_GROUP_SHIFT	48
+#define TOKEN_MAX_GROUP		INT64CONST(32767)
+
+static Oid	token_seq_relid = InvalidOid;
+static Oid	token_seq_nspid = InvalidOid;
+static int64 node_group = -1;	/* -1: to be read */
+static Oid	node_group_relid = InvalidOid;
+static bool node_group_callback = false;
+
+/* pg_dist_local_group changed (or everything was invalidated): read again */
+static void
+NodeGroupInvalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == node_group_relid)
+		node_group = -1;
+}
+
+/*
+ * This node's Citus group id (pg_catalog.pg_dist_local_group: 0 on the
+ * coordinator), or 0 where Citus is not installed.  Read once per backend;
+ * Citus invalidates the table's relcache entry when the group changes.
+ * Must be called inside SPI.
+ */
+static int64
+NodeGroup(void)
+{
+	Oid			relid = get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE);
+
+	if (relid != node_group_relid)
+	{
+		node_group_relid = relid;
+		node_group = -1;
+	}
+	if (!OidIsValid(relid))
+		return 0;
+	if (node_group < 0)
+	{
+		bool		isnull;
+		Datum		d;
+
+		if (!node_group_callback)
+		{
+			CacheRegisterRelcacheCallback(NodeGroupInvalidate, (Datum) 0);
+			node_group_callback = true;
+		}
+		if (SPI_execute("SELECT groupid FROM pg_catalog.pg_dist_local_group", true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read pg_catalog.pg_dist_local_group");
+		d = SPI_processed == 1 ?
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull) : (Datum) 0;
+		node_group = (SPI_processed == 1 && !isnull) ? DatumGetInt32(d) : 0;
+		if (node_group < 0 || node_group > TOKEN_MAX_GROUP)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("Citus group id %lld is out of the range fencing tokens can hold",
+							(long long) node_group),
+					 errdetail("Tokens keep the group id in 15 bits.")));
+	}
+	return node_group;
+}
+
+/*
+ * A new fencing token: this node's group id in the high bits, the next
+ * value of the extension's sequence on this node below.  Unique across a
+ * Citus cluster by construction (each node draws from its own sequence, as
+ * Citus does for sequences on workers), larger on one node, and on a server
+ * without Citus simply the sequence's value, as before.  Computed here and
+ * passed to the statements as a parameter: nextval() in an UPDATE cannot
+ * be routed to a shard.  Must be called inside SPI.
+ */
+int64
+IdemNextToken(Oid nspid)
+{
+	int64		n;
+
+	if (token_seq_nspid != nspid || !OidIsValid(token_seq_relid) ||
+		get_rel_relkind(token_seq_relid) != RELKIND_SEQUENCE)
+	{
+		token_seq_relid = get_relname_relid("idempotency_token_seq", nspid);
+		token_seq_nspid = nspid;
+		if (!OidIsValid(token_seq_relid))
+			elog(ERROR, "idempotency_token_seq is missing from the extension's schema");
+	}
+	n = nextval_internal(token_seq_relid, true);
+	if (n <= 0 || n >= (INT64CONST(1) << TOKEN_GROUP_SHIFT))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("idempotency_token_seq is exhausted on this node"),
+				 errdetail("Tokens keep the sequence's value in %d bits; it is %lld.",
+						   TOKEN_GROUP_SHIFT, (long long) n)));
+	return (NodeGroup() << TOKEN_GROUP_SHIFT) | n;
+}
+
+/* t + iv, as timestamptz + interval computes it */
+TimestampTz
+IdemTimePlus(TimestampTz t, Interval *iv)
+{
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+												   TimestampTzGetDatum(t),
+												   IntervalPGetDatum(iv)));
+}
+
+/* t in seconds since the Unix epoch, as SHIFTED_EXPIRY takes it */
+double
+IdemEpochSeconds(TimestampTz t)
+{
+	return (double) t / USECS_PER_SEC +
+		(double) ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY);
+}
+
 /*
  * Run a saved statement; returns SPI_processed.  nulls is in SPI's
  * convention (' ' not null, 'n' null) or NULL for no nulls.
@@ -336,6 +468,25 @@ IdemExecute(IdemStmt stmt, Oid nspid, Datum *values, const char *nulls,
 	rc = SPI_execute_plan(IdemPlan(stmt, nspid), values, nulls, read_only, count);
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+	return (int) SPI_processed;
+}
+
+/*
+ * Run a statement on another relation of the same shape as the table (a
+ * Citus shard of it, for expiry), named schema-qualified and quoted; not
+ * saved.  Returns SPI_processed.
+ */
+int
+IdemExecuteOn(IdemStmt stmt, const char *relation, Datum *values,
+			  const char *nulls)
+{
+	const IdemStmtDef *def = &stmt_defs[stmt];
+	int			rc;
+
+	rc = SPI_execute_with_args(psprintf(def->sql, relation), def->nargs,
+							   (Oid *) def->argtypes, values, nulls, false, 0);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	return (int) SPI_processed;
 }
 
