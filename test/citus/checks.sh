@@ -394,11 +394,11 @@ SELECT outcome FROM idem_execute('p-3', NULL, :'s', 201,
     'INSERT INTO payments (merchant_id, key, amount) VALUES ($1, $2, $3) RETURNING id', :'s', 'p-3', 3);
 SQL
 rc=$?
-servers=$(sed -n 's/^DETAIL:  on server \([^ ]*\).*/\1/p' "$OUT/one-phase.log" | sort -u | tr '\n' ' ')
+servers=$(sed -n 's/^DETAIL:  on server \([^ ]*\).*/\1/p' "$OUT/one-phase.log" | sort -u | xargs)
 prepared=$(grep -c -E 'PREPARE TRANSACTION|COMMIT PREPARED' "$OUT/one-phase.log")
 done3=$(qv coordinator "SELECT count(*) FROM idempotency_keys WHERE scope = '$S_PC' AND status = 'completed'")
 if [ "$rc" -eq 0 ] && [ "$prepared" = 0 ] && [ "$(echo "$servers" | wc -w)" = 1 ] && [ "$done3" = 3 ] &&
-	[ "$servers" = "postgres@127.0.0.1:$(port_of "$(shard_node "$S_PC")") " ]; then
+	[ "$servers" = "postgres@127.0.0.1:$(port_of "$(shard_node "$S_PC")")" ]; then
 	ok "citus/one-phase-commit (claim + payment + complete, and idem_execute: one worker ($servers), no PREPARE TRANSACTION)"
 else
 	notok citus/one-phase-commit "psql status $rc; PREPARE/COMMIT PREPARED: $prepared; servers: ${servers:-none}; completed keys: $done3 of 3"
