@@ -36,9 +36,12 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter
 #   make prove_installcheck  prove over test/t/*.pl; the TAP tests start
 #                            servers of their own from the installed
 #                            binaries (PROVE_TESTS=test/t/010_worker.pl: one)
-REGRESS = setup claim record hash guc input expire stats execute execute_hostile plans
+REGRESS = setup claim record hash guc input expire stats execute execute_hostile \
+	attack_interval attack_execute attack_dump plans
 ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
-	claim_repeatable_read claim_serializable takeover execute execute_race
+	claim_repeatable_read claim_serializable takeover execute execute_race \
+	attack_guard_index attack_guard_matview attack_guard_sequence attack_mapping_rule \
+	attack_lock_squat attack_probe attack_savepoint_locks
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 	--load-extension=idempotency
 ifdef TEMP_INSTANCE

@@ -30,8 +30,8 @@
  * subtransaction.  Readers (replays, in_progress) take no lock.  A
  * transaction holds at most CLAIM_MAX_KEY_LOCKS key locks, so that a batch
  * claiming thousands of keys cannot fill the shared lock table: past them,
- * its claims take none (with wait => false they test the lock, with a
- * session-level lock released at once).  A wait => false claim of a key
+ * its claims take none (with wait => false they test the lock: taken and
+ * released at once).  A wait => false claim of a key
  * such a batch wrote past its first CLAIM_MAX_KEY_LOCKS waits for the
  * batch like wait => true.
  *
@@ -47,15 +47,15 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "access/xlog.h"
-#include "catalog/pg_control.h"
 #include "catalog/pg_namespace.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -74,6 +74,9 @@ PG_FUNCTION_INFO_V1(idem_claim);
 
 /* Seed of the key lock's hash ("idem") */
 #define CLAIM_LOCK_SEED UINT64CONST(0x6964656d)
+
+/* Fourth locktag field of key locks on a plain server (SQL uses 1 and 2) */
+#define CLAIM_LOCKTAG_KIND 0x1de5
 
 /* Do the stored and the given request hashes count as the same request? */
 static bool
@@ -111,68 +114,115 @@ OutcomeStat(const char *outcome)
 	}
 }
 
-/* Key locks held by the current transaction */
+/*
+ * Key locks held by the current transaction, and how many it held when each
+ * of its open subtransactions started (a subtransaction that rolls back
+ * releases the locks it took, so the count goes back with it).
+ */
 static LocalTransactionId key_locks_lxid = InvalidLocalTransactionId;
 static int	key_locks = 0;
+static List *key_locks_subids = NIL;	/* open subtransactions, innermost last */
+static List *key_locks_saved = NIL;		/* key_locks when each started */
 
-/*
- * The seed of the key lock ids.  On a plain server, a secret of the cluster
- * (initdb's random mock authentication nonce, which no SQL function
- * returns), so that no role can compute another scope's lock id and hold it
- * with pg_advisory_xact_lock().  On a Citus node the lock is taken on the
- * shard's node by statements that may come from any node (the coordinator,
- * or a worker running a delegated call), so every node must compute the
- * same id: there the seed is a constant (README, "Scaling out", says what
- * that leaves open).
- */
-static uint64
-LockSeed(void)
+/* Make key_locks the current transaction's */
+static void
+KeyLocksSync(void)
 {
-	static uint64 secret = 0;
-
-	if (OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
-		return CLAIM_LOCK_SEED;
-	if (secret == 0)
-		secret = hash_bytes_extended((const unsigned char *) GetMockAuthenticationNonce(),
-									 MOCK_AUTH_NONCE_LEN, CLAIM_LOCK_SEED) | 1;
-	return secret;
+	if (key_locks_lxid != IdemCurrentLxid())
+	{
+		/* the lists of an earlier transaction went with its memory */
+		key_locks_lxid = IdemCurrentLxid();
+		key_locks = 0;
+		key_locks_subids = NIL;
+		key_locks_saved = NIL;
+	}
 }
 
-/* The key's advisory lock id: a 64-bit hash of the scope, then the key */
+/*
+ * Subtransaction callback: remember key_locks when a subtransaction starts,
+ * forget it when it commits, go back to it when it rolls back.  A
+ * subtransaction that started before this library was loaded took no key
+ * lock before it: rolled back, it leaves none.
+ */
+static void
+KeyLocksSubXact(SubXactEvent event, SubTransactionId mySubid,
+				SubTransactionId parentSubid, void *arg)
+{
+	bool		mine;
+	MemoryContext old;
+
+	KeyLocksSync();
+	mine = key_locks_subids != NIL && (SubTransactionId) llast_int(key_locks_subids) == mySubid;
+	switch (event)
+	{
+		case SUBXACT_EVENT_START_SUB:
+			old = MemoryContextSwitchTo(TopTransactionContext);
+			key_locks_subids = lappend_int(key_locks_subids, (int) mySubid);
+			key_locks_saved = lappend_int(key_locks_saved, key_locks);
+			MemoryContextSwitchTo(old);
+			break;
+		case SUBXACT_EVENT_ABORT_SUB:
+			key_locks = mine ? llast_int(key_locks_saved) : 0;
+			/* FALLTHROUGH */
+		case SUBXACT_EVENT_COMMIT_SUB:
+			if (mine)
+			{
+				key_locks_subids = list_delete_last(key_locks_subids);
+				key_locks_saved = list_delete_last(key_locks_saved);
+			}
+			break;
+		default:
+			break;
+	}
+}
+
+/* Called from _PG_init */
+void
+IdemClaimInit(void)
+{
+	RegisterSubXactCallback(KeyLocksSubXact, NULL);
+}
+
+/*
+ * The key's lock id: a 64-bit hash of the scope, then the key.  The id is
+ * no secret (pg_locks shows it): on a plain server the lock is one SQL
+ * cannot take (see LockKeyHere), and on Citus it must be the same on
+ * every node.
+ */
 static int64
 KeyLockId(text *scope, text *key)
 {
 	uint64		h;
 
 	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(scope),
-							VARSIZE_ANY_EXHDR(scope), LockSeed());
+							VARSIZE_ANY_EXHDR(scope), CLAIM_LOCK_SEED);
 	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
 							VARSIZE_ANY_EXHDR(key), h);
 	return (int64) h;
 }
 
 /*
- * The key lock statement's work, on this server: the lock functions called
- * directly, with no statement to start.
+ * The key lock statement's work, on a plain server, with no statement to
+ * start: an advisory lock of this database whose fourth locktag field is
+ * CLAIM_LOCKTAG_KIND, which no SQL function takes (pg_advisory_lock() and
+ * its kin use 1 and 2), so that no role can take or hold another scope's
+ * key lock with them.  pg_locks shows it as locktype advisory, objsubid
+ * CLAIM_LOCKTAG_KIND.
  */
 static bool
 LockKeyHere(IdemStmt stmt, int64 id)
 {
-	Datum		arg = Int64GetDatum(id);
+	LOCKTAG		tag;
+	LockAcquireResult res;
 
-	switch (stmt)
-	{
-		case IDEM_STMT_LOCK_KEY:
-			(void) DirectFunctionCall1(pg_advisory_xact_lock_int8, arg);
-			return true;
-		case IDEM_STMT_TRY_LOCK_KEY:
-			return DatumGetBool(DirectFunctionCall1(pg_try_advisory_xact_lock_int8, arg));
-		default:
-			if (!DatumGetBool(DirectFunctionCall1(pg_try_advisory_lock_int8, arg)))
-				return false;
-			(void) DirectFunctionCall1(pg_advisory_unlock_int8, arg);
-			return true;
-	}
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
+						 (uint32) id, CLAIM_LOCKTAG_KIND);
+	res = LockAcquire(&tag, ExclusiveLock, false, stmt != IDEM_STMT_LOCK_KEY);
+	if (res == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	if (stmt == IDEM_STMT_PROBE_LOCK_KEY)
+		LockRelease(&tag, ExclusiveLock, false);
+	return true;
 }
 
 /*
@@ -207,11 +257,7 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 	int64		id = KeyLockId(a->scope, a->key);
 	bool		got;
 
-	if (key_locks_lxid != IdemCurrentLxid())
-	{
-		key_locks_lxid = IdemCurrentLxid();
-		key_locks = 0;
-	}
+	KeyLocksSync();
 	if (key_locks < CLAIM_MAX_KEY_LOCKS)
 		stmt = wait ? IDEM_STMT_LOCK_KEY : IDEM_STMT_TRY_LOCK_KEY;
 	else if (wait)
@@ -243,6 +289,59 @@ TryLockRow(IdemClaimArgs *a)
 }
 
 /*
+ * wait => false found the key's lock held, about to insert the key's row,
+ * and row level security applies to the caller.  in_progress would tell a
+ * scope the caller may not use (some other tenant is writing that key)
+ * from one it may: try the INSERT instead, which checks the policy before
+ * anything else and so raises 42501 for a scope the caller may not use, as
+ * for any other claim there.  In its own scope it then waits for the
+ * writer's row, for at most lock_timeout = 1 ms, in a subtransaction: a
+ * lock timeout means busy (in_progress); a writer that rolled back
+ * meanwhile leaves the row to this claim.
+ */
+static bool
+PolicyCheckedInsert(IdemClaimArgs *a, Datum *args, const char *argnulls,
+					bool *busy)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool written = false;
+
+	*busy = false;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		int			level = NewGUCNestLevel();
+
+		(void) set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		written = IdemExecute(IDEM_STMT_INSERT, a->nspid, args, argnulls, false, 0) > 0;
+		AtEOXact_GUC(true, level);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		*busy = true;
+	}
+	PG_END_TRY();
+	return written;
+}
+
+/*
  * Run one of a claim's writes, after taking the key's lock (and, for an
  * update with wait => false, the row's), with a new token as argument
  * token_arg; returns whether it changed a row.  Sets *busy, writing
@@ -253,11 +352,16 @@ static bool
 ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, Datum *args, const char *argnulls,
 		   int token_arg, bool *busy)
 {
+	bool		policy_check;
+
 	*busy = !IdemLockKey(a, a->wait) ||
 		(!a->wait && stmt != IDEM_STMT_INSERT && !TryLockRow(a));
-	if (*busy)
+	policy_check = *busy && stmt == IDEM_STMT_INSERT && IdemRlsApplies(a->nspid);
+	if (*busy && !policy_check)
 		return false;
 	args[token_arg] = Int64GetDatum(IdemNextToken(a->nspid));
+	if (policy_check)
+		return PolicyCheckedInsert(a, args, argnulls, busy);
 	return IdemExecute(stmt, a->nspid, args, argnulls, false, 0) > 0;
 }
 
@@ -464,9 +568,15 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 	IdemGetKeyArgs(fcinfo, keyarg, scopearg, &a->key, &a->scope);
 	a->lease = lease ? lease : IdemSecondsInterval(idem_lease_seconds);
 	a->retention = retention ? retention : IdemSecondsInterval(idem_retention_seconds);
+	/*
+	 * The row expires at (now + lease) + retention, so the retention is
+	 * checked from the lease's end: from now, a month or a day across a
+	 * daylight saving change can be longer than from then.
+	 */
 	a->now = GetCurrentTimestamp();
 	IdemCheckInterval(a->lease, "lease", a->now, a->key, a->scope);
-	IdemCheckInterval(a->retention, "retention", a->now, a->key, a->scope);
+	IdemCheckInterval(a->retention, "retention", IdemTimePlus(a->now, a->lease),
+					  a->key, a->scope);
 	a->wait = wait;
 	a->probe = false;
 

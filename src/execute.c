@@ -357,6 +357,42 @@ RowToJsonb(HeapTuple tuple, TupleDesc desc)
 }
 
 /*
+ * Check the statement's kind again as it will run now: a rule created
+ * since it was prepared (DO INSTEAD NOTIFY on a table it writes) rewrites
+ * it when its plan is revalidated.  Getting the plan revalidates it and
+ * locks what it reads and writes until the transaction ends, so no rule can
+ * change it again before it runs.
+ */
+static void
+CheckPlannedKind(ExecPlan *ep, IdemClaimArgs *a)
+{
+	ResourceOwner owner = ep->sql != NULL ? CurrentResourceOwner : NULL;
+	CachedPlan *cplan = SPI_plan_get_cached_plan(ep->plan);
+	CommandTag	tag = CMDTAG_UNKNOWN;
+	ListCell   *lc;
+
+	foreach(lc, cplan->stmt_list)
+	{
+		PlannedStmt *stmt = lfirst_node(PlannedStmt, lc);
+
+		if (stmt->utilityStmt != NULL)
+			tag = CreateCommandTag(stmt->utilityStmt);
+		else if (stmt->commandType != CMD_SELECT && stmt->commandType != CMD_INSERT &&
+				 stmt->commandType != CMD_UPDATE && stmt->commandType != CMD_DELETE)
+			tag = CMDTAG_MERGE;
+	}
+	ReleaseCachedPlan(cplan, owner);
+	if (tag != CMDTAG_UNKNOWN)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("idem_execute runs only SELECT, INSERT, UPDATE and DELETE statements"),
+				 errdetail("The statement given for key \"%s\" in scope \"%s\" is rewritten into %s by a rule.",
+						   IdemKeyForMessage(a->key), IdemKeyForMessage(a->scope),
+						   GetCommandTagName(tag)),
+				 errhint("Run other statements yourself, around the explicit pattern idem_claim, then idem_complete.")));
+}
+
+/*
  * Run the caller's statement, under the caller's search_path, and return
  * its result row as jsonb, allocated in callcxt ((Datum) 0 for none).
  */
@@ -366,6 +402,7 @@ RunStatement(ExecStatement *st, IdemClaimArgs *a, MemoryContext callcxt)
 	Datum		response = (Datum) 0;
 	int			rc;
 
+	CheckPlannedKind(st->plan, a);
 	rc = SPI_execute_plan(st->plan->plan, st->values, st->nulls, false, 2);
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
@@ -385,6 +422,7 @@ RunStatement(ExecStatement *st, IdemClaimArgs *a, MemoryContext callcxt)
 
 		response = RowToJsonb(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
 		MemoryContextSwitchTo(old);
+		IdemCheckResponse(response, a->key, a->scope);
 	}
 	return response;
 }
@@ -593,7 +631,7 @@ KeyRowWriteCertain(Oid nspid)
 	Oid			relid = IdemKeysRelid(nspid);
 
 	return pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) == ACLCHECK_OK &&
-		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
+		!IdemRlsApplies(nspid);
 }
 
 /*

@@ -18,7 +18,9 @@
  *	  CREATE TRIGGER, CREATE RULE ON the table
  *	  DROP TRIGGER / RULE / POLICY [IF EXISTS] ... ON the table
  *	  ALTER TRIGGER ... ON the table, ALTER INDEX of one of its indexes,
- *		... DEPENDS ON EXTENSION
+ *		ALTER MATERIALIZED VIEW naming it, ... DEPENDS ON EXTENSION
+ *	  CLUSTER, ALTER TABLE ... CLUSTER ON and REPLICA IDENTITY USING INDEX
+ *		of another table naming one of its indexes
  *	  COMMENT ON and SECURITY LABEL ON the table, its columns, constraints,
  *		triggers, rules, policies
  *	  CREATE TABLE ... REFERENCES it, INHERITS it, PARTITION OF it
@@ -26,6 +28,9 @@
  *		ATTACH / DETACH PARTITION it, [NO] INHERIT it
  *	  CREATE STATISTICS ... FROM it
  *	  CREATE / ALTER PUBLICATION ... TABLE it
+ * and the same statements naming the token sequence (every new claim takes
+ * ROW EXCLUSIVE on it) or a table a row level security policy on the table
+ * reads (the mapping table of docs/tenants.md: every claim reads it).
  * Every other statement on the table (ALTER TABLE, DROP, TRUNCATE, CREATE
  * INDEX, REINDEX, CLUSTER, VACUUM, ANALYZE, CREATE / ALTER POLICY, the
  * RENAMEs) checks ownership or privilege before it locks, and is left to
@@ -45,12 +50,15 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/relation.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -59,8 +67,11 @@
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
+#include "rewrite/rowsecurity.h"
 
 #include "compat.h"
 #include "idempotency.h"
@@ -108,17 +119,91 @@ ReachesWalker(Node *node, ReachesContext *cxt)
 	return expression_tree_walker(node, ReachesWalker, (void *) cxt);
 }
 
-/* Is relid the extension's idempotency_keys? */
+/*
+ * Is relid the extension's idempotency_keys, or its token sequence (every
+ * new claim takes ROW EXCLUSIVE on it through nextval)?
+ */
 static bool
 IsKeysTable(Oid relid, ReachesContext *cxt)
 {
 	char	   *relname = get_rel_name(relid);
 
-	if (relname == NULL || strcmp(relname, "idempotency_keys") != 0 ||
+	if (relname == NULL ||
+		(strcmp(relname, "idempotency_keys") != 0 &&
+		 strcmp(relname, "idempotency_token_seq") != 0) ||
 		getExtensionOfObject(RelationRelationId, relid) != cxt->extoid)
 		return false;
 	cxt->keys = relid;
 	return true;
+}
+
+/* Does an expression (a policy's) read the relation cxt->keys names? */
+static bool
+ReadsRelationWalker(Node *node, Oid *relid)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+		return ((RangeTblEntry *) node)->rtekind == RTE_RELATION &&
+			((RangeTblEntry *) node)->relid == *relid;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, ReadsRelationWalker, (void *) relid,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, ReadsRelationWalker, (void *) relid);
+}
+
+/* The schema of extension extoid (PostgreSQL 15 keeps its own copy static) */
+static Oid
+ExtensionNamespace(Oid extoid)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			nspid = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nspid = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nspid;
+}
+
+/*
+ * Does a row level security policy on idempotency_keys read relid (the
+ * mapping table of docs/tenants.md)?  Every claim then reads it too, and a
+ * lock queued on it stalls them as one on the table would.
+ */
+static bool
+PolicyReads(Oid relid, ReachesContext *cxt)
+{
+	Oid			keys = get_relname_relid("idempotency_keys", ExtensionNamespace(cxt->extoid));
+	Relation	rel;
+	bool		reads = false;
+	ListCell   *lc;
+
+	if (!OidIsValid(keys) || keys == relid)
+		return false;
+	rel = relation_open(keys, AccessShareLock);
+	if (rel->rd_rsdesc != NULL)
+	{
+		foreach(lc, rel->rd_rsdesc->policies)
+		{
+			RowSecurityPolicy *policy = (RowSecurityPolicy *) lfirst(lc);
+
+			if (ReadsRelationWalker((Node *) policy->qual, &relid) ||
+				ReadsRelationWalker((Node *) policy->with_check_qual, &relid))
+				reads = true;
+		}
+	}
+	relation_close(rel, AccessShareLock);
+	if (reads)
+		cxt->keys = keys;
+	return reads;
 }
 
 /*
@@ -134,6 +219,8 @@ RelationReaches(Oid relid, bool views, ReachesContext *cxt)
 	char		relkind = get_rel_relkind(relid);
 
 	if (relkind == RELKIND_RELATION)
+		return IsKeysTable(relid, cxt) || PolicyReads(relid, cxt);
+	if (relkind == RELKIND_SEQUENCE)
 		return IsKeysTable(relid, cxt);
 	if (relkind == RELKIND_INDEX)
 		return IsKeysTable(IndexGetRelation(relid, true), cxt);
@@ -169,6 +256,25 @@ AddTarget(List *targets, RangeVar *rv, LOCKMODE mode)
 	t->mode = mode;
 	t->views = false;
 	return lappend(targets, t);
+}
+
+/*
+ * The index that CLUSTER ... USING, ALTER TABLE ... CLUSTER ON and REPLICA
+ * IDENTITY USING INDEX name: PostgreSQL looks it up in the table's schema
+ * and locks it before it checks that it belongs to the table.
+ */
+static RangeVar *
+IndexOfTable(RangeVar *table, const char *indexname)
+{
+	Oid			relid;
+
+	if (table == NULL || indexname == NULL)
+		return NULL;
+	relid = RangeVarGetRelid(table, NoLock, true);
+	if (!OidIsValid(relid))
+		return NULL;
+	return makeRangeVar(get_namespace_name(get_rel_namespace(relid)),
+						pstrdup(indexname), -1);
 }
 
 /* The relation of a name list whose last element names a sub-object */
@@ -242,6 +348,17 @@ AddAlterTableTargets(List *targets, AlterTableStmt *stmt)
 				targets = AddTarget(targets, castNode(PartitionCmd, cmd->def)->name,
 									AccessExclusiveLock);
 				break;
+			case AT_ReplicaIdentity:
+				if (castNode(ReplicaIdentityStmt, cmd->def)->identity_type == REPLICA_IDENTITY_INDEX)
+					targets = AddTarget(targets,
+										IndexOfTable(stmt->relation,
+													 castNode(ReplicaIdentityStmt, cmd->def)->name),
+										ShareLock);
+				break;
+			case AT_ClusterOn:
+				targets = AddTarget(targets, IndexOfTable(stmt->relation, cmd->name),
+									ShareUpdateExclusiveLock);
+				break;
 			case AT_AddInherit:
 			case AT_DropInherit:
 				targets = AddTarget(targets, castNode(RangeVar, cmd->def),
@@ -310,8 +427,8 @@ GuardTargets(Node *stmt)
 			{
 				AlterObjectDependsStmt *dep = (AlterObjectDependsStmt *) stmt;
 
-				if (dep->objectType == OBJECT_TRIGGER || dep->objectType == OBJECT_INDEX)
-					targets = AddTarget(targets, dep->relation, AccessExclusiveLock);
+				/* the table (trigger, materialized view) or the index named */
+				targets = AddTarget(targets, dep->relation, AccessExclusiveLock);
 				break;
 			}
 		case T_CommentStmt:
@@ -336,6 +453,11 @@ GuardTargets(Node *stmt)
 			}
 		case T_AlterTableStmt:
 			targets = AddAlterTableTargets(targets, (AlterTableStmt *) stmt);
+			break;
+		case T_ClusterStmt:
+			targets = AddTarget(targets, IndexOfTable(((ClusterStmt *) stmt)->relation,
+													  ((ClusterStmt *) stmt)->indexname),
+								AccessExclusiveLock);
 			break;
 		case T_CreateStatsStmt:
 			foreach(lc, ((CreateStatsStmt *) stmt)->relations)
@@ -395,10 +517,10 @@ CheckUtilityStmt(Node *stmt)
 			continue;
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to lock idempotency_keys in %s mode",
-						lock_mode_names[t->mode]),
+				 errmsg("permission denied to lock %s in %s mode",
+						get_rel_name(cxt.keys), lock_mode_names[t->mode]),
 				 relid != cxt.keys ?
-				 errdetail("\"%s\" is an index of idempotency_keys or a view that reads it.",
+				 errdetail("\"%s\" is an index of idempotency_keys, a view that reads it, or a table its row level security policies read.",
 						   t->rv->relname) :
 				 errdetail("The statement is %s.", GetCommandTagName(CreateCommandTag(stmt))),
 				 errhint("A lock stronger than ROW EXCLUSIVE would stall every other claim of every scope. "

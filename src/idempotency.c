@@ -79,6 +79,7 @@ _PG_init(void)
 	IdemStatsInit();
 	IdemWorkerInit();
 	IdemGuardInit();
+	IdemClaimInit();
 
 	IdemReserveGUCPrefix("idempotency");
 }

@@ -98,6 +98,7 @@ typedef struct IdemRow
 extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
 extern SPIPlanPtr IdemPlan(IdemStmt stmt, Oid nspid);
 extern Oid	IdemKeysRelid(Oid nspid);
+extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
 extern double IdemEpochSeconds(TimestampTz t);
@@ -116,6 +117,7 @@ extern Interval *IdemSecondsInterval(int seconds);
 extern void IdemCheckInterval(Interval *iv, const char *what, TimestampTz now,
 							  text *key, text *scope);
 extern int	IdemErrdetailKey(text *key, text *scope);
+extern void IdemCheckResponse(Datum response, text *key, text *scope);
 
 /* claim.c: columns of idem_claim's (and idem_execute's) result */
 enum
@@ -151,6 +153,7 @@ extern void IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname,
 extern const char *IdemClaim(IdemClaimArgs *a, TupleDesc desc,
 							 MemoryContext callcxt, Datum *values, bool *nulls);
 extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
+extern void IdemClaimInit(void);
 
 /* hash.c */
 extern bytea *IdemHashJsonb(Datum jsonb);

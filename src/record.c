@@ -160,6 +160,8 @@ idem_complete(PG_FUNCTION_ARGS)
 	nulls[4] = PG_ARGISNULL(1) ? 'n' : ' ';
 	args[5] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
 	nulls[5] = PG_ARGISNULL(2) ? 'n' : ' ';
+	if (!PG_ARGISNULL(2))
+		IdemCheckResponse(args[5], call.key, call.scope);
 
 	SPI_connect();
 	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, args, nulls);
@@ -191,6 +193,8 @@ idem_fail(PG_FUNCTION_ARGS)
 	args[5] = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
 	nulls[5] = PG_ARGISNULL(4) ? 'n' : ' ';
 	args[6] = PG_GETARG_DATUM(5);
+	if (!PG_ARGISNULL(4))
+		IdemCheckResponse(args[5], call.key, call.scope);
 	args[7] = Float8GetDatum(IdemEpochSeconds(now));
 
 	SPI_connect();
@@ -311,6 +315,8 @@ idem_resolve(PG_FUNCTION_ARGS)
 	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
 	args[4] = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
 	nulls[4] = PG_ARGISNULL(4) ? 'n' : ' ';
+	if (!PG_ARGISNULL(4))
+		IdemCheckResponse(args[4], call.key, call.scope);
 	args[5] = TimestampTzGetDatum(IdemTimePlus(now, IdemSecondsInterval(idem_retention_seconds)));
 
 	SPI_connect();

@@ -25,6 +25,10 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
+#include "utils/rls.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
+#include "access/detoast.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -455,6 +459,13 @@ IdemEpochSeconds(TimestampTz t)
 		(double) ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY);
 }
 
+/* Does row level security apply to the current role on idempotency_keys? */
+bool
+IdemRlsApplies(Oid nspid)
+{
+	return check_enable_rls(IdemKeysRelid(nspid), InvalidOid, true) == RLS_ENABLED;
+}
+
 /*
  * Run a saved statement; returns SPI_processed.  nulls is in SPI's
  * convention (' ' not null, 'n' null) or NULL for no nulls.
@@ -676,6 +687,87 @@ IdemErrdetailKey(text *key, text *scope)
 {
 	return errdetail("Key \"%s\" in scope \"%s\".",
 					 IdemKeyForMessage(key), IdemKeyForMessage(scope));
+}
+
+/*
+ * The longest text form of a stored response.  pg_dump (COPY) writes each
+ * row in one piece of at most 1 GB, and jsonb's text form can be far
+ * longer than the jsonb: a control character is 1 byte there and 6
+ * ("\u0001") in text, a numeric of 10 bytes can print 131,072 digits.
+ */
+#define IDEM_MAX_RESPONSE_TEXT	(256 * 1024 * 1024)
+
+/* Below this many bytes (uncompressed) a jsonb's text is surely short enough */
+#define IDEM_RESPONSE_CHECK_BYTES	8192
+
+/* At least as many bytes as jsonb_out writes for a scalar */
+static Size
+ScalarTextBound(JsonbValue *v)
+{
+	Size		n = 0;
+
+	switch (v->type)
+	{
+		case jbvString:
+			n = 2;
+			for (int i = 0; i < v->val.string.len; i++)
+			{
+				unsigned char c = (unsigned char) v->val.string.val[i];
+
+				n += c < 0x20 ? 6 : (c == '"' || c == '\\') ? 2 : 1;
+			}
+			return n;
+		case jbvNumeric:
+			{
+				char	   *str = DatumGetCString(DirectFunctionCall1(numeric_out,
+																	  NumericGetDatum(v->val.numeric)));
+
+				n = strlen(str);
+				pfree(str);
+				return n;
+			}
+		case jbvBool:
+			return 5;
+		default:
+			return 4;			/* null */
+	}
+}
+
+/*
+ * Refuse a response whose text form would be longer than
+ * IDEM_MAX_RESPONSE_TEXT, counted without writing it (and without counting
+ * further than that): a row pg_dump cannot write would break every
+ * tenant's backup.
+ */
+void
+IdemCheckResponse(Datum response, text *key, text *scope)
+{
+	Jsonb	   *jb;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	Size		len = 0;
+
+	if (toast_raw_datum_size(response) <= IDEM_RESPONSE_CHECK_BYTES)
+		return;
+	jb = DatumGetJsonbP(response);
+	it = JsonbIteratorInit(&jb->root);
+	while (len <= IDEM_MAX_RESPONSE_TEXT &&
+		   (tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		CHECK_FOR_INTERRUPTS();
+		len += 2;				/* brackets, ", ", ": " */
+		if (tok == WJB_KEY || tok == WJB_VALUE || tok == WJB_ELEM)
+			len += ScalarTextBound(&v);
+	}
+	if (len > IDEM_MAX_RESPONSE_TEXT)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("response is too large to store"),
+				 errdetail("The response for key \"%s\" in scope \"%s\" is longer than %d MB as text; pg_dump writes each row in one piece of at most 1 GB.",
+						   IdemKeyForMessage(key), IdemKeyForMessage(scope),
+						   IDEM_MAX_RESPONSE_TEXT / (1024 * 1024)),
+				 errhint("Store a reference to the body, or a digest of it, instead.")));
 }
 
 /* The longest lease or retention: a century, far inside timestamptz's range */

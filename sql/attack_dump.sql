@@ -1,0 +1,31 @@
+-- Adversarial review, 2026-11-23: a response jsonb accepts but whose text
+-- form does not fit the 1 GB in which pg_dump (COPY) writes a row: one
+-- tenant's row would break every tenant's backup.  Responses whose text
+-- would pass 256 MB are refused (54000) where they are stored, counted
+-- without writing the text.  A numeric of a few bytes prints 131,072
+-- digits, so 2,100 of them (about 25 kB of jsonb) print 275 MB.
+\set SHOW_CONTEXT never
+SELECT pg_column_size(jsonb_agg('1e131071'::numeric)) < 100000 AS small_jsonb,
+       length(jsonb_agg('1e131071'::numeric)::text) > 256 * 1024 * 1024 AS huge_text
+FROM generate_series(1, 2100);
+BEGIN;
+SELECT outcome FROM idem_claim('big', NULL, 'attack');
+SELECT idem_complete('big', 200, (SELECT jsonb_agg('1e131071'::numeric) FROM generate_series(1, 2100)), 'attack');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+BEGIN;
+SELECT outcome FROM idem_claim('big', NULL, 'attack');
+SELECT idem_fail('big', 'attack', NULL, 500, (SELECT jsonb_agg('1e131071'::numeric) FROM generate_series(1, 2100)), false);
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+SELECT outcome FROM idem_execute('big', NULL, 'attack', 200,
+    'SELECT jsonb_agg(''1e131071''::numeric) AS a FROM generate_series(1, 2100)');
+\echo :LAST_ERROR_SQLSTATE
+-- a large response whose text is short enough is stored
+BEGIN;
+SELECT outcome FROM idem_claim('large', NULL, 'attack');
+SELECT idem_complete('large', 200, (SELECT jsonb_agg('1e131071'::numeric) FROM generate_series(1, 1000)), 'attack');
+COMMIT;
+SELECT count(*) AS stored, max(length(response::text)) > 100000000 AS text_over_100mb
+FROM idempotency_keys WHERE scope = 'attack';
+DELETE FROM idempotency_keys WHERE scope = 'attack';
