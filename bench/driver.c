@@ -13,6 +13,8 @@
  *
  *   driver --pg CONNINFO [--redis HOST:PORT] --variant V --mode M
  *          [--clients 8] [--seconds 8] [--warmup 1] [--keys N] [--tag T]
+ *          [--requests N]   (each client stops after N requests instead of
+ *                            after --seconds; bench/profile.sh uses it)
  *   driver --redis HOST:PORT --fill-redis N      (completed keys for replays)
  *
  * Variants (request = what one API request costs the service):
@@ -22,6 +24,14 @@
  *   redis        SET lock NX PX 10000; INSERT; SET response EX 86400   3 (replay: GET, 1)
  *   claim        BEGIN; idem_claim; INSERT; idem_complete; COMMIT      5 (replay: idem_claim, 1)
  *   execute      idem_execute(key, request, scope, 201, 'INSERT ...')  1
+ *   limit        the physical limit: one statement that inserts the payment
+ *                and a bare key row (scope, key, request hash, response) in
+ *                limit_keys, no checks; the SHA-256 of the request is
+ *                computed here, by the client                           1
+ *                (replay: SELECT request_hash, response by primary key, 1;
+ *                the client compares the hash)
+ *   claim_only   idem_claim alone, autocommit (bench/profile.sh: the claim's
+ *                own cost; a new key is left processing)               1
  * Modes:
  *   new          every request a fresh random UUID key
  *   replay       every request a duplicate of one of --keys completed keys
@@ -29,6 +39,8 @@
  *   contention   all clients race 4 live keys that change every 50
  *                requests; then exactly-once is checked: one payment per
  *                key, and every answer a client got names that payment.
+ *                (not limit or claim_only: a duplicate of limit's one
+ *                statement fails on limit_keys' primary key.)
  *
  * Output, one line for run.sh, then notes:
  *   RESULT variant mode requests tps p50_ms p99_ms wal_bytes_per_req errors
@@ -38,7 +50,8 @@
  * /proc over the measured window: the servers' processes, their children
  * (backends, autovacuum, the expiry worker) and the children they reaped.
  * other_cores: CPU the rest of the machine used meanwhile (from /proc/stat,
- * in cores), to show how noisy the measurement was.
+ * in cores), to show how noisy the measurement was.  Before it, one line
+ * BACKENDS pid ... (each client's server process, for bench/profile.sh).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -57,6 +70,7 @@
 
 #include <libpq-fe.h>
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 
 #define SCOPE "merchant-42"
 #define AMOUNT "3000"
@@ -65,9 +79,11 @@
 #define RETRY_SLEEP_US 1000		/* Redis 409: the client tries again after */
 #define REDIS_PREFIX "payment-gateway:idem:"
 
-enum variant { V_FLOOR, V_ON_CONFLICT, V_PLPGSQL, V_REDIS, V_CLAIM, V_EXECUTE };
+enum variant { V_FLOOR, V_ON_CONFLICT, V_PLPGSQL, V_REDIS, V_CLAIM, V_EXECUTE, V_LIMIT, V_CLAIM_ONLY };
 enum mode { M_NEW, M_REPLAY, M_CONTENTION };
-static const char *variant_names[] = {"floor", "on_conflict", "plpgsql", "redis", "claim", "execute"};
+static const char *variant_names[] = {"floor", "on_conflict", "plpgsql", "redis", "claim", "execute", "limit",
+"claim_only"};
+#define N_VARIANTS 8
 static const char *mode_names[] = {"new", "replay", "contention"};
 
 static const char *opt_pg = NULL;
@@ -79,6 +95,7 @@ static int	opt_clients = 8;
 static double opt_seconds = 8;
 static double opt_warmup = 1;
 static long opt_keys = 10000;
+static long opt_requests = 0;	/* > 0: each client stops after this many */
 static int	server_pids[8];
 static int	n_server_pids = 0;
 
@@ -86,6 +103,7 @@ static int	n_server_pids = 0;
 static atomic_int phase = 0;
 static atomic_long contention_counter = 0;
 static atomic_int threads_ready = 0;
+static atomic_int threads_done = 0;
 
 typedef struct Observation
 {
@@ -190,6 +208,20 @@ static void
 request_of(const char *key, char *buf)
 {
 	snprintf(buf, 160, "{\"order_id\": \"%s\", \"amount\": " AMOUNT ", \"currency\": \"TWD\"}", key);
+}
+
+/* the limit's request hash: SHA-256 of the request text, as bytea hex input */
+static void
+request_hash_hex(const char *req, char *buf)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+
+	if (!EVP_Digest(req, strlen(req), md, &len, EVP_sha256(), NULL))
+		die("SHA-256 failed");
+	strcpy(buf, "\\x");
+	for (unsigned int i = 0; i < len; i++)
+		sprintf(buf + 2 + 2 * i, "%02x", md[i]);
 }
 
 /* payment id named by a response: the number after "id": (jsonb or Redis) */
@@ -367,6 +399,53 @@ one_request(Client *c, const char *key, int *was_new, int *got_answer)
 				PQclear(r);
 				return id;		/* a duplicate learns nothing: no stored response */
 			}
+		case V_LIMIT:
+			{
+				char		hash[80];
+
+				if (opt_mode == M_REPLAY)
+				{
+					/* the stored row by primary key; the client checks the hash */
+					const char *v[2] = {SCOPE, key};
+
+					if ((r = execp(c, "limit_replay", 2, v)) == NULL)
+						return -1;
+					request_hash_hex(req, hash);
+					if (PQntuples(r) != 1)
+						record_error(c, "limit replay", "no stored row");
+					else if (strcmp(PQgetvalue(r, 0, 0), hash) != 0)
+						record_error(c, "limit replay", "request hash differs");
+					else
+						id = id_in(PQgetvalue(r, 0, 1));
+					PQclear(r);
+					return id;
+				}
+				else
+				{
+					const char *v[4] = {SCOPE, key, hash, AMOUNT};
+
+					request_hash_hex(req, hash);
+					if ((r = execp(c, "limit", 4, v)) == NULL)
+						return -1;
+					id = id_in(PQgetvalue(r, 0, 0));
+					*was_new = 1;
+					PQclear(r);
+					return id;
+				}
+			}
+		case V_CLAIM_ONLY:
+			{
+				const char *v[3] = {key, req, SCOPE};
+
+				if ((r = execp(c, "claim", 3, v)) == NULL)
+					return -1;
+				if (strcmp(PQgetvalue(r, 0, 0), opt_mode == M_NEW ? "new" : "replay") != 0)
+					record_error(c, "claim_only", PQgetvalue(r, 0, 0));
+				*was_new = opt_mode == M_NEW;
+				id = opt_mode == M_NEW ? 0 : id_in(PQgetvalue(r, 0, 2));
+				PQclear(r);
+				return id;
+			}
 		case V_PLPGSQL:
 		case V_CLAIM:
 			{
@@ -504,7 +583,7 @@ connect_client(Client *c)
 		prepare(c, "ref_claim", "SELECT outcome, response_code, response FROM ref_claim($1, $2::jsonb, $3)");
 		prepare(c, "ref_complete", "SELECT ref_complete($1, 201, $2::jsonb, $3)");
 	}
-	if (opt_variant == V_CLAIM)
+	if (opt_variant == V_CLAIM || opt_variant == V_CLAIM_ONLY)
 	{
 		prepare(c, "claim", "SELECT outcome, response_code, response FROM idem_claim($1, $2::jsonb, $3)");
 		prepare(c, "complete", "SELECT idem_complete($1, 201, $2::jsonb, $3)");
@@ -512,6 +591,14 @@ connect_client(Client *c)
 	if (opt_variant == V_EXECUTE)
 		prepare(c, "execute", "SELECT outcome, response_code, response FROM idem_execute($1, $2::jsonb, $3, 201, "
 				"'INSERT INTO payments (order_id, amount) VALUES ($1, $2) RETURNING id', $4::text, $5::int)");
+	/* the physical limit: payment and bare key row, one statement, no checks */
+	if (opt_variant == V_LIMIT)
+	{
+		prepare(c, "limit", "WITH p AS (INSERT INTO payments (order_id, amount) VALUES ($2, $4::int) RETURNING id) "
+				"INSERT INTO limit_keys (scope, key, request_hash, response) "
+				"SELECT $1, $2, $3::bytea, jsonb_build_object('id', p.id) FROM p RETURNING response");
+		prepare(c, "limit_replay", "SELECT request_hash, response FROM limit_keys WHERE scope = $1 AND key = $2");
+	}
 	if (opt_variant == V_REDIS)
 	{
 		char		host[256];
@@ -546,7 +633,7 @@ client_main(void *arg)
 		int			was_new,
 					got_answer;
 
-		if (ph == 2)
+		if (ph == 2 || (opt_requests > 0 && c->nlat >= opt_requests))
 			break;
 		switch (opt_mode)
 		{
@@ -591,6 +678,7 @@ client_main(void *arg)
 		if (opt_mode == M_CONTENTION)
 			observe(c, key_index, id, was_new);
 	}
+	atomic_fetch_add(&threads_done, 1);
 	return NULL;
 }
 
@@ -873,7 +961,7 @@ main(int argc, char **argv)
 		else if (strcmp(a, "--redis") == 0)
 			opt_redis = v;
 		else if (strcmp(a, "--variant") == 0)
-			opt_variant = parse_enum(v, variant_names, 6, "variant");
+			opt_variant = parse_enum(v, variant_names, N_VARIANTS, "variant");
 		else if (strcmp(a, "--mode") == 0)
 			opt_mode = parse_enum(v, mode_names, 3, "mode");
 		else if (strcmp(a, "--clients") == 0)
@@ -884,6 +972,8 @@ main(int argc, char **argv)
 			opt_warmup = atof(v);
 		else if (strcmp(a, "--keys") == 0)
 			opt_keys = atol(v);
+		else if (strcmp(a, "--requests") == 0)
+			opt_requests = atol(v);
 		else if (strcmp(a, "--tag") == 0)
 			opt_tag = v;
 		else if (strcmp(a, "--server-pids") == 0)
@@ -915,6 +1005,8 @@ main(int argc, char **argv)
 		die("floor runs in mode new only");
 	if (opt_variant == V_ON_CONFLICT && opt_mode == M_REPLAY)
 		die("on_conflict has no replay mode (it stores no response)");
+	if ((opt_variant == V_LIMIT || opt_variant == V_CLAIM_ONLY) && opt_mode == M_CONTENTION)
+		die("%s has no contention mode", variant_names[opt_variant]);
 
 	mon = PQconnectdb(opt_pg);
 	if (PQstatus(mon) != CONNECTION_OK)
@@ -943,7 +1035,11 @@ main(int argc, char **argv)
 	cpu0 = own_cpu_s();
 	t_start = now_s();
 	atomic_store(&phase, 1);
-	usleep((useconds_t) (opt_seconds * 1e6));
+	if (opt_requests > 0)		/* until every client has made its requests */
+		while (atomic_load(&threads_done) < opt_clients)
+			usleep(1000);
+	else
+		usleep((useconds_t) (opt_seconds * 1e6));
 	atomic_store(&phase, 2);
 	t_end = now_s();
 	cpu1 = own_cpu_s();
@@ -980,6 +1076,10 @@ main(int argc, char **argv)
 
 		check = check_exactly_once(mon, raced) ? "held" : "FAILED";
 	}
+	printf("BACKENDS");
+	for (int i = 0; i < opt_clients; i++)
+		printf(" %d", PQbackendPID(clients[i].pg));
+	printf("\n");
 	if (first_error)
 		printf("ERROR %ld errors; first: %s\n", errors, first_error);
 	printf("RESULT %s %s %ld %.0f %.3f %.3f %.0f %ld %s %ld %ld %ld %.0f %.0f %.2f\n",

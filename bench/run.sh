@@ -23,6 +23,13 @@
 #   claim        BEGIN; idem_claim; INSERT; idem_complete; COMMIT (5);
 #                replays: idem_claim (1, read-only)
 #   execute      idem_execute(key, request, scope, 201, 'INSERT ...', args) (1)
+#   limit        the physical limit: one statement, WITH p AS (INSERT INTO
+#                payments ... RETURNING id) INSERT INTO limit_keys (scope, key,
+#                request_hash, response) ..., no checks, the hash computed by
+#                the client (1); replays: SELECT request_hash, response by
+#                primary key, hash compared by the client (1).  Not in
+#                contention mode: a duplicate fails on the primary key.
+#                The table also gives tps and server CPU relative to it.
 # Modes: new (fresh keys), replay (duplicates of completed keys), contention
 # (8 clients race 4 live keys, each key changing after 50 requests; ends with
 # an exactly-once check: one payment per key, every answer naming it).
@@ -69,7 +76,7 @@ commas() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }   # 12345 -> 12,345
 
 # --- packages: only the missing ones, only then apt-get update
 apt_install gcc make libc6-dev procps postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
-	libpq-dev redis-server libhiredis-dev
+	libpq-dev libssl-dev redis-server libhiredis-dev
 
 # --- build and install the extension (the Makefile makes warnings errors);
 # a copy of the tree the postgres user owns is the work directory;
@@ -100,7 +107,7 @@ trap 'exit 130' INT TERM
 
 log "build the driver"
 gcc -O2 -Wall -Wextra -Werror -pthread -I"$("$PG_BIN/pg_config" --includedir)" \
-	bench/driver.c -o "$WORK/driver" -lpq -lhiredis
+	bench/driver.c -o "$WORK/driver" -lpq -lhiredis -lcrypto
 
 # --- PostgreSQL: as the postgres OS user, 127.0.0.1 only, durable commits
 PORT=$(free_port 55432)
@@ -136,18 +143,14 @@ fi
 # key_of(i): the pre-completed keys the driver replays (same formula as key_of() in driver.c)
 KEY_OF="lpad(to_hex((i::bigint * 2654435761) % 4294967296), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(i), 12, '0')"
 REQ_OF="jsonb_build_object('order_id', $KEY_OF, 'amount', 3000, 'currency', 'TWD')"
+# the limit's request hash: SHA-256 of the request text exactly as the driver sends it
+LIMIT_HASH_OF="sha256(convert_to(format('{\"order_id\": \"%s\", \"amount\": 3000, \"currency\": \"TWD\"}', $KEY_OF), 'UTF8'))"
 
 # the service's role: idempotency_app, owner of its payments tables
 sql -d postgres -c "CREATE EXTENSION idempotency" -c "CREATE ROLE app LOGIN IN ROLE idempotency_app" >/dev/null
 schema()   # $1: database
 {
-	sql -U app -d "$1" \
-		-c "CREATE TABLE payments (id bigserial PRIMARY KEY, order_id text NOT NULL, amount int NOT NULL,
-		        created_at timestamptz NOT NULL DEFAULT now())" \
-		-c "CREATE INDEX payments_order_id_idx ON payments (order_id)" \
-		-c "CREATE TABLE payments_uk (id bigserial PRIMARY KEY, order_id text NOT NULL UNIQUE, amount int NOT NULL,
-		        created_at timestamptz NOT NULL DEFAULT now())" \
-		-f bench/plpgsql_reference.sql >/dev/null
+	sql -U app -d "$1" -f bench/schema.sql -f bench/plpgsql_reference.sql >/dev/null
 }
 sql -d postgres -c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
 schema postgres
@@ -246,6 +249,9 @@ if [ "$WHAT" != check ]; then
 	    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('ref_token_seq'), now(), now(),
 	        now() + interval '24 h', sha256(convert_to(($REQ_OF)::text, 'UTF8')), jsonb_build_object('id', i)
 	    FROM generate_series(1, $REPLAY_KEYS) i" >/dev/null
+	sql -d postgres -c "INSERT INTO limit_keys (scope, key, request_hash, response)
+	    SELECT 'merchant-42', $KEY_OF, $LIMIT_HASH_OF, jsonb_build_object('id', i)
+	    FROM generate_series(1, $REPLAY_KEYS) i" >/dev/null
 	"$WORK/driver" --redis "127.0.0.1:$RPORT" --fill-redis "$REPLAY_KEYS"
 
 	# storage: keys written through the functions, one at a time, each with
@@ -304,6 +310,24 @@ if [ "$WHAT" != check ]; then
 	END \$\$"
 	sql -d storage -c "VACUUM ANALYZE idempotency_keys"
 	STORE_EXEC=$(storage_bytes idempotency_keys)
+	# the limit: the same keys as bare rows (scope, key, hash, the same
+	# 100-byte response), inserted one by one, batches of 1,000 committed
+	log "storage: $STORAGE_KEYS keys as the limit's bare rows"
+	sql -U app -d storage -c "
+	DO \$\$
+	DECLARE
+	    k text; resp jsonb;
+	BEGIN
+	    FOR i IN 1..$STORAGE_KEYS LOOP
+	        k := $KEY_OF;
+	        resp := jsonb_build_object('payment_id', i, 'status', 'succeeded', 'amount', 3000, 'currency', 'TWD');
+	        resp := resp || jsonb_build_object('pad', repeat('x', 100 - length(resp::text) - 11));
+	        INSERT INTO limit_keys (scope, key, request_hash, response) VALUES ('merchant-42', k, $LIMIT_HASH_OF, resp);
+	        IF i % 1000 = 0 THEN COMMIT; END IF;
+	    END LOOP;
+	END \$\$"
+	sql -d storage -c "VACUUM ANALYZE limit_keys"
+	STORE_LIMIT=$(storage_bytes limit_keys)
 	sql -d postgres -c "DROP DATABASE storage"
 fi
 sql -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
@@ -312,8 +336,8 @@ sql -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
 if [ "$WHAT" = check ]; then
 	RUNS="on_conflict:contention plpgsql:contention redis:contention claim:contention execute:contention"
 else
-	RUNS="floor:new on_conflict:new plpgsql:new redis:new claim:new execute:new
-	      plpgsql:replay redis:replay claim:replay execute:replay
+	RUNS="floor:new on_conflict:new limit:new plpgsql:new redis:new claim:new execute:new
+	      limit:replay plpgsql:replay redis:replay claim:replay execute:replay
 	      on_conflict:contention plpgsql:contention redis:contention claim:contention execute:contention"
 fi
 RAW=$WORK/raw.txt
@@ -359,6 +383,20 @@ ratio() {   # per round: tps / mean floor tps of that round; median over rounds
 	awk -v v="$1" -v m="$2" '$2 == "floor" {fs[$1] += $5; fn[$1]++} $2 == v && $3 == m {t[$1] = $5}
 		END {for (r in t) if (fs[r] > 0) print t[r] / (fs[r] / fn[r])}' "$RAW" | median
 }
+# to the limit (the goals of issue 13 are stated against it): tps / the
+# limit's tps of the same round, median over rounds; server CPU / the
+# limit's (medians).  Same mode's limit; none in contention mode.
+limit_ratio() {
+	[ "$WHAT" = check ] || [ "$2" = contention ] && { echo -; return; }
+	awk -v v="$1" -v m="$2" '$2 == "limit" && $3 == m {l[$1] = $5} $2 == v && $3 == m {t[$1] += $5; n[$1]++}
+		END {for (r in t) if (l[r] > 0) print t[r] / n[r] / l[r]}' "$RAW" | median | awk '{if ($1 == "-") print "-"; else printf "%.2f\n", $1}'
+}
+limit_cpu() {
+	[ "$WHAT" = check ] || [ "$2" = contention ] && { echo -; return; }
+	local lm=$2
+	[ "$1" = floor ] && lm=new
+	awk -v a="$(col "$1" "$2" 14)" -v b="$(col limit "$lm" 14)" 'BEGIN {if (b > 0) printf "%.2f\n", a / b; else print "-"}'
+}
 label()
 {
 	case $1:$2 in
@@ -377,6 +415,8 @@ label()
 	execute:new) echo "extension: idem_execute (1)" ;;
 	execute:replay) echo "extension: idem_execute, request hash checked (1)" ;;
 	execute:contention) echo "extension: idem_execute (1)" ;;
+	limit:new) echo "limit: one statement, payment + bare key row, no checks (1)" ;;
+	limit:replay) echo "limit: SELECT hash, response by primary key, hash checked by the client (1)" ;;
 	esac
 }
 OUT=$WORK/report.txt
@@ -390,16 +430,19 @@ OUT=$WORK/report.txt
 	[ "$WHAT" != check ] && echo "each run: ${WARMUP} s warm-up, then ${RUN_SECONDS} s measured; $ROUNDS round(s) after a 2 s warm-up pass, each round the floor, the other runs (order reversed every second round), the floor again; figures are medians over rounds (the floor's over all its runs); ratio = tps / mean floor tps of the same round, median over rounds"
 	echo "WAL: pg_current_wal_insert_lsn() difference over the measured window / requests (all of the server's WAL in that window)"
 	echo "CPU: server = PostgreSQL's and Redis's processes (from /proc, over the measured window), client = the driver's own (the application side of each round trip); per request. Other load: cores busy with anything else on the machine meanwhile (of $(nproc)): the noise"
+	[ "$WHAT" != check ] && echo "vs limit: tps / the limit's tps of the same round and mode (median over rounds); server CPU / the limit's (medians; new keys and the floor: limit new, replays: limit replay)"
 	echo
-	echo "| variant (round trips) | mode | tps | ratio to floor | p50 ms | p99 ms | WAL bytes / request | server CPU µs / request | client CPU µs / request | other load (cores) |"
-	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+	echo "| variant (round trips) | mode | tps | ratio to floor | tps vs limit | p50 ms | p99 ms | WAL bytes / request | server CPU µs / request | server CPU vs limit | client CPU µs / request | other load (cores) |"
+	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 	for r in $RUNS; do
 		v=${r%%:*} m=${r#*:}
-		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$v" "$m")" "$m" \
+		lm=$m; [ "$v" = floor ] && lm=new
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$v" "$m")" "$m" \
 			"$(commas "$(col "$v" "$m" 5)")" \
 			"$( [ "$WHAT" = check ] && echo - || printf '%.2f' "$(ratio "$v" "$m")")" \
+			"$(limit_ratio "$v" "$lm")" \
 			"$(col "$v" "$m" 6 | awk '{printf "%.2f", $1}')" "$(col "$v" "$m" 7 | awk '{printf "%.2f", $1}')" \
-			"$(commas "$(col "$v" "$m" 8)")" "$(col "$v" "$m" 14)" "$(col "$v" "$m" 15)" "$(col "$v" "$m" 16)"
+			"$(commas "$(col "$v" "$m" 8)")" "$(col "$v" "$m" 14)" "$(limit_cpu "$v" "$m")" "$(col "$v" "$m" 15)" "$(col "$v" "$m" 16)"
 	done
 	echo
 	echo "contention: 8 clients race 4 live keys, each key changing after 50 requests; exactly-once checked after every run:"
@@ -410,8 +453,10 @@ OUT=$WORK/report.txt
 	if [ "$WHAT" != check ]; then
 		fwal=$(col floor new 8)
 		echo
-		echo "WAL per new key: idem_execute $(col execute new 8) bytes = $(awk -v a="$(col execute new 8)" -v b="$fwal" 'BEGIN {printf "%.2f", a / b}')x the floor's, idem_claim pattern $(col claim new 8) bytes = $(awk -v a="$(col claim new 8)" -v b="$fwal" 'BEGIN {printf "%.2f", a / b}')x, PL/pgSQL reference $(col plpgsql new 8) bytes = $(awk -v a="$(col plpgsql new 8)" -v b="$fwal" 'BEGIN {printf "%.2f", a / b}')x (floor: $fwal bytes, the payment alone)"
-		echo "storage per completed key ($(commas "$STORAGE_KEYS") keys, UUID keys, scope 'merchant-42', request hash, 100-byte response, written one by one through the functions, batches of 1,000 committed, then VACUUM): idempotency_keys $STORE_EXT bytes (table + indexes; heap $STORE_EXT_HEAP), $STORE_EXT_FULL after VACUUM FULL; written by idem_execute, one key per transaction: $STORE_EXEC bytes; PL/pgSQL reference's ref_keys $STORE_REF bytes, $STORE_REF_FULL after VACUUM FULL"
+		lwal=$(col limit new 8)
+		x() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else printf "-"}'; }
+		echo "WAL per new key: idem_execute $(col execute new 8) bytes = $(x "$(col execute new 8)" "$fwal")x the floor's, $(x "$(col execute new 8)" "$lwal")x the limit's; idem_claim pattern $(col claim new 8) bytes = $(x "$(col claim new 8)" "$fwal")x, $(x "$(col claim new 8)" "$lwal")x; PL/pgSQL reference $(col plpgsql new 8) bytes = $(x "$(col plpgsql new 8)" "$fwal")x, $(x "$(col plpgsql new 8)" "$lwal")x; limit $lwal bytes = $(x "$lwal" "$fwal")x the floor's (floor: $fwal bytes, the payment alone)"
+		echo "storage per completed key ($(commas "$STORAGE_KEYS") keys, UUID keys, scope 'merchant-42', request hash, 100-byte response, written one by one through the functions, batches of 1,000 committed, then VACUUM): idempotency_keys $STORE_EXT bytes (table + indexes; heap $STORE_EXT_HEAP), $STORE_EXT_FULL after VACUUM FULL; written by idem_execute, one key per transaction: $STORE_EXEC bytes = $(x "$STORE_EXEC" "$STORE_LIMIT")x the limit's; PL/pgSQL reference's ref_keys $STORE_REF bytes, $STORE_REF_FULL after VACUUM FULL; the limit's limit_keys (scope, key, hash, response; primary key only): $STORE_LIMIT bytes"
 	fi
 	echo
 	echo "raw runs (round variant mode requests tps p50_ms p99_ms wal_bytes_per_req errors check new replay 409 server_cpu_us client_cpu_us other_cores):"

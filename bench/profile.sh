@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# bench/profile.sh: where the server's CPU goes, per path, in instructions
+# (valgrind's callgrind: repeatable whatever else the machine runs; perf's
+# hardware counters are not available on this kind of machine).  Run as root
+# on Debian bookworm:
+#
+#   bash bench/profile.sh                 every path, 500 calls each (~10 min)
+#   bash bench/profile.sh --calls 200 --paths "execute:new limit:new"
+#   options: --calls N (measured calls per path) --warmup W (calls before them,
+#            default 20) --paths "variant:mode ..." --no-build --save (writes
+#            bench/results/<date>-profile.txt) --keep DIR (the callgrind files)
+#
+# A throwaway PostgreSQL 15 (test/lib/common.sh) is set up as bench/run.sh
+# sets it up (bench/schema.sql, bench/plpgsql_reference.sql, 10,000 completed
+# keys for replays), then restarted under callgrind.  For each path the load
+# driver (bench/driver.c, 1 client, prepared statements, the statements
+# bench/run.sh measures) makes W calls on one connection, then, on a second
+# connection, W + N calls; the second backend's counts minus the first's,
+# divided by N, are the cost of one call in a warm backend (connection start,
+# the first calls' planning and SPI_prepare cancel out).  Printed per path:
+# instructions per call, a split into the parts issue 13 asks about
+# (inclusive counts of the functions named; they nest: SPI contains the
+# executor, heap insert its WAL record), our own code (self instructions in
+# idempotency.so), and the top inclusive functions.  Debian's postgres binary
+# keeps only its exported symbols: a static function (exec_bind_message, say)
+# shows as an address, its cost still inside its callers' inclusive counts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. test/lib/common.sh
+
+CALLS=500
+WARM=20
+KEYS=10000
+PATHS="floor:new limit:new claim_only:new claim:replay claim:new execute:new execute:replay plpgsql:new plpgsql:replay limit:replay"
+BUILD=1
+SAVE=0
+KEEP=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--calls) CALLS=$2; shift ;;
+	--warmup) WARM=$2; shift ;;
+	--paths) PATHS=$2; shift ;;
+	--no-build) BUILD=0 ;;
+	--save) SAVE=1 ;;
+	--keep) KEEP=$2; shift ;;
+	-h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "unknown option: $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 2; }
+log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
+
+apt_install gcc make libc6-dev procps postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
+	libpq-dev libssl-dev libhiredis-dev valgrind
+if [ "$BUILD" = 1 ]; then log "build and install the extension"; build_and_install >/dev/null; fi
+make_workdir
+cleanup() { local rc=$?; stop_server "$WORK/data"; rm -rf "$WORK"; exit "$rc"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+gcc -O2 -Wall -Wextra -Werror -pthread -I"$("$PG_BIN/pg_config" --includedir)" \
+	bench/driver.c -o "$WORK/driver" -lpq -lhiredis -lcrypto
+
+# --- set up as bench/run.sh does, on a normal server
+PORT=$(free_port 57432)
+CONF="synchronous_commit = on
+full_page_writes = on
+shared_buffers = 1GB
+max_wal_size = 20GB
+checkpoint_timeout = 1h
+autovacuum = off"
+start_server "$WORK/data" "$PORT" "$CONF"
+sql() { as_postgres psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" "$@"; }
+# key_of(i), the request and the limit's hash: as in bench/run.sh
+KEY_OF="lpad(to_hex((i::bigint * 2654435761) % 4294967296), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(i), 12, '0')"
+REQ_OF="jsonb_build_object('order_id', $KEY_OF, 'amount', 3000, 'currency', 'TWD')"
+LIMIT_HASH_OF="sha256(convert_to(format('{\"order_id\": \"%s\", \"amount\": 3000, \"currency\": \"TWD\"}', $KEY_OF), 'UTF8'))"
+log "set up: extension, tables, $KEYS completed keys"
+sql -d postgres -c "CREATE EXTENSION idempotency" -c "CREATE ROLE app LOGIN IN ROLE idempotency_app" \
+	-c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
+sql -U app -d postgres -f bench/schema.sql -f bench/plpgsql_reference.sql >/dev/null
+sql -d postgres -c "INSERT INTO idempotency_keys (scope, key, status, response_code, token, created_at, updated_at,
+        expires_at, request_hash, response)
+    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('idempotency_token_seq'), now(), now(),
+        now() + interval '24 h', idem_request_hash($REQ_OF), jsonb_build_object('id', i)
+    FROM generate_series(1, $KEYS) i" \
+	-c "INSERT INTO ref_keys (scope, key, status, response_code, token, created_at, updated_at,
+        expires_at, request_hash, response)
+    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('ref_token_seq'), now(), now(),
+        now() + interval '24 h', sha256(convert_to(($REQ_OF)::text, 'UTF8')), jsonb_build_object('id', i)
+    FROM generate_series(1, $KEYS) i" \
+	-c "INSERT INTO limit_keys (scope, key, request_hash, response)
+    SELECT 'merchant-42', $KEY_OF, $LIMIT_HASH_OF, jsonb_build_object('id', i)
+    FROM generate_series(1, $KEYS) i" \
+	-c "VACUUM ANALYZE" -c CHECKPOINT >/dev/null
+stop_server "$WORK/data"
+
+# --- the same server under callgrind (every process it forks: one file each)
+log "restart under callgrind"
+as_postgres mkdir "$WORK/cg"
+as_postgres setsid valgrind --tool=callgrind --callgrind-out-file="$WORK/cg/callgrind.out.%p" \
+	"$PG_BIN/postgres" -D "$WORK/data" >"$WORK/valgrind.log" 2>&1 &
+for _ in $(seq 600); do
+	as_postgres pg_isready -q -h 127.0.0.1 -p "$PORT" && break
+	sleep 0.5
+done
+as_postgres pg_isready -q -h 127.0.0.1 -p "$PORT" || { tail -n 20 "$WORK/valgrind.log" "$WORK/data/server.log"; exit 1; }
+CONNINFO="host=127.0.0.1 port=$PORT dbname=postgres user=app"
+
+label()
+{
+	case $1 in
+	floor:new) echo "floor: INSERT INTO payments ... RETURNING id (autocommit)" ;;
+	limit:new) echo "limit: WITH p AS (INSERT INTO payments ...) INSERT INTO limit_keys ... (autocommit)" ;;
+	limit:replay) echo "limit replay: SELECT request_hash, response FROM limit_keys by primary key" ;;
+	claim_only:new) echo "idem_claim alone, new key (autocommit; the key is left processing)" ;;
+	claim:replay) echo "idem_claim, replay (autocommit, read-only)" ;;
+	claim:new) echo "explicit pattern, new key: BEGIN; idem_claim; INSERT; idem_complete; COMMIT" ;;
+	execute:new) echo "idem_execute, new key" ;;
+	execute:replay) echo "idem_execute, replay" ;;
+	plpgsql:new) echo "PL/pgSQL reference, new key: BEGIN; ref_claim; INSERT; ref_complete; COMMIT" ;;
+	plpgsql:replay) echo "PL/pgSQL reference, replay: ref_claim" ;;
+	*) echo "$1" ;;
+	esac
+}
+
+# run the driver for $2 calls of path $1; prints the callgrind file of its backend
+profiled_run()
+{
+	local v=${1%%:*} m=${1#*:} out pid
+	out=$("$WORK/driver" --pg "$CONNINFO" --clients 1 --variant "$v" --mode "$m" --keys "$KEYS" \
+		--requests "$2" --warmup 0 --tag "p$RANDOM") || { echo "driver failed: $out" >&2; return 1; }
+	grep -q '^ERROR' <<<"$out" && { echo "$out" >&2; return 1; }
+	pid=$(sed -n 's/^BACKENDS //p' <<<"$out")
+	# the backend writes its file when it exits
+	for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	echo "$WORK/cg/callgrind.out.$pid"
+}
+
+# callgrind files of the short (W calls) and long (W + N calls) runs ->
+# the report of one path: per call, long minus short, divided by N
+report()   # $1 short file, $2 long file, $3 path
+{
+	awk -v n="$CALLS" -v title="$3: $(label "$3")" -v syms="$WORK/syms.txt" -v path="$3" -v totals="$WORK/totals.txt" '
+	BEGIN { while ((getline l < syms) > 0) { ns++; split(l, q, " "); sa[ns] = q[1]; sn[ns] = q[3] } }
+	function named(k,   a, i) {   # an address in postgres: the exported symbol before it
+		if (k !~ /^0x[0-9a-f]+.* \[postgres\]$/) return k
+		a = substr(k, 3, 16)
+		for (i = ns; i > 0; i--) if (sa[i] <= a) return k " (static, after " sn[i] ")"
+		return k
+	}
+	function nm(s, tab,   id, rest) {   # name compression: "(id) name" once, "(id)" after
+		if (s !~ /^\([0-9]+\)/) return s
+		id = substr(s, 1, index(s, ")")); rest = substr(s, length(id) + 2)
+		if (rest != "") tab[id] = rest
+		return tab[id]
+	}
+	function base(o) { sub(/.*\//, "", o); return o }
+	FNR == 1 { files++; sign = (files == 1) ? -1 : 1; ob = ""; cob = ""; fn = ""; incall = 0; delete FN; delete OB }
+	/^ob=/ { ob = base(nm(substr($0, 4), OB)); next }
+	/^cob=/ { cob = base(nm(substr($0, 5), OB)); next }
+	/^fn=/ { f = nm(substr($0, 4), FN); fn = f " [" ob "]"; fname[fn] = f; fobj[fn] = ob; objof[f] = ob; next }
+	/^cfn=/ { cf = nm(substr($0, 5), FN); next }
+	/^calls=/ { incall = 1; next }
+	/^[0-9+*-]/ {
+		if (incall) {
+			callee = cf " [" (cob != "" ? cob : ob) "]"
+			incl[fn] += sign * $2; arc[fname[fn], cf] += sign * $2
+			incall = 0; cob = ""
+		} else { self[fn] += sign * $2; incl[fn] += sign * $2 }
+		next
+	}
+	function I(f,   k, s) { s = 0; for (k in incl) if (fname[k] == f) s += incl[k]; return s }
+	function A(from, to) { return arc[from, to] }
+	function line(what, v, how) { printf "  %-34s %10.0f  %5.1f%%  %s\n", what, v / n, 100 * v / total, how }
+	END {
+		# the backend alone: the file of a forked backend also holds what
+		# the postmaster did before the fork, which differs between the two
+		total = I("PostgresMain")
+		gucours = 0
+		for (k in arc) {
+			split(k, pr, SUBSEP)
+			if (objof[pr[1]] == "idempotency.so" && (pr[2] == "set_config_option" || pr[2] == "AtEOXact_GUC" || pr[2] == "NewGUCNestLevel"))
+				gucours += arc[k]
+		}
+		printf "\n### %s\n\n", title
+		printf "%.0f instructions per call (server backend; %d calls, after %d)\n\n", total / n, n, '"$WARM"'
+		printf "%s %.0f\n", path, total / n >> totals
+		print "  part (inclusive; parts nest)        instr/call  share  functions"
+		line("transaction start + commit", I("StartTransactionCommand") + I("CommitTransactionCommand"), "StartTransactionCommand + CommitTransactionCommand")
+		line("parse + analyze (simple query)", I("pg_parse_query") + I("pg_analyze_and_rewrite_fixedparams"), "pg_parse_query + pg_analyze_and_rewrite_fixedparams (BEGIN, COMMIT)")
+		line("plan cache + planning", I("GetCachedPlan"), "GetCachedPlan (protocol Bind and SPI)")
+		line("  of which planner", I("standard_planner"), "standard_planner (custom plans, replans)")
+		line("executor start-up", I("standard_ExecutorStart"), "standard_ExecutorStart (all statements)")
+		line("  of which open indexes", I("ExecOpenIndices"), "ExecOpenIndices (index descriptors and IndexInfo, per statement)")
+		line("executor shut-down", I("standard_ExecutorEnd"), "standard_ExecutorEnd")
+		line("SPI", I("SPI_connect") + I("SPI_finish") + I("SPI_execute_plan") + I("SPI_execute_plan_with_paramlist") + I("SPI_keepplan") + I("SPI_prepare"), "SPI_connect/finish/execute_plan(_with_paramlist)")
+		line("GUC save/restore (search_path)", A("fmgr_security_definer", "ProcessGUCArray") + A("fmgr_security_definer", "AtEOXact_GUC") + A("fmgr_security_definer", "NewGUCNestLevel") + gucours, "SET clause (fmgr_security_definer) + set_config_option/AtEOXact_GUC from idempotency.so")
+		line("subtransaction", I("BeginInternalSubTransaction") + I("ReleaseCurrentSubTransaction"), "BeginInternalSubTransaction + ReleaseCurrentSubTransaction")
+		line("advisory lock itself", I("pg_advisory_xact_lock_int8") + I("pg_try_advisory_xact_lock_int8"), "pg_(try_)advisory_xact_lock_int8 (the lock call alone, not its statement)")
+		line("heap insert", I("heap_insert"), "heap_insert (with its WAL record)")
+		line("heap update", I("heap_update"), "heap_update (with its WAL record)")
+		line("index insert", I("ExecInsertIndexTuples"), "ExecInsertIndexTuples (btree insert, unique checks)")
+		line("ON CONFLICT pre-check", I("ExecCheckIndexConstraints"), "ExecCheckIndexConstraints")
+		line("WAL insert", I("XLogInsert"), "XLogInsert (all records: heap, index, commit)")
+		line("token (nextval)", I("nextval_internal"), "nextval_internal")
+		line("jsonb input (the request)", I("jsonb_in"), "jsonb_in")
+		line("request hash", I("IdemHashJsonb"), "IdemHashJsonb (canonical text + SHA-256)")
+		ours = 0; for (k in self) if (fobj[k] == "idempotency.so") ours += self[k]
+		line("our C code, self", ours, "instructions in idempotency.so itself")
+		split("idem_claim idem_complete idem_execute", e, " ")
+		for (i = 1; i <= 3; i++) if (I(e[i]) > 0) line("  " e[i] " (inclusive)", I(e[i]), "everything under it")
+		m = 0
+		for (k in arc) { split(k, pr, SUBSEP); if (objof[pr[1]] == "idempotency.so" && arc[k] > 0.003 * total) { m++; key[m] = pr[1] " -> " pr[2]; val[m] = arc[k] } }
+		if (m > 0) print "\n  calls made by idempotency.so (inclusive instr/call, share; the statements run through SPI show under their caller):"
+		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (val[j] > val[i]) { t = val[i]; val[i] = val[j]; val[j] = t; t = key[i]; key[i] = key[j]; key[j] = t }
+		for (i = 1; i <= m && i <= 16; i++) printf "  %10.0f  %5.1f%%  %s\n", val[i] / n, 100 * val[i] / total, key[i]
+		print "\n  top inclusive functions (instr/call, share; roots above 97% left out):"
+		m = 0
+		for (k in incl) if (incl[k] < 0.97 * total && incl[k] > 0.005 * total) { m++; key[m] = k; val[m] = incl[k] }
+		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (val[j] > val[i]) { t = val[i]; val[i] = val[j]; val[j] = t; t = key[i]; key[i] = key[j]; key[j] = t }
+		for (i = 1; i <= m && i <= '"${TOP:-18}"'; i++) printf "  %10.0f  %5.1f%%  %s\n", val[i] / n, 100 * val[i] / total, named(key[i])
+	}
+	' "$1" "$2"
+}
+
+{
+	echo "# bench/profile.sh --calls $CALLS --warmup $WARM"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; PostgreSQL $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1), extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"); $(valgrind --version) --tool=callgrind"
+	echo "per path: one backend, prepared statements (bench/driver.c --clients 1), $CALLS calls after $WARM; counts are the backend's own (not the WAL writer's, not the client's)"
+} >"$WORK/report.txt"
+nm -D --defined-only "$PG_BIN/postgres" | awk '$2 ~ /^[TtWw]$/' | sort >"$WORK/syms.txt"
+: >"$WORK/totals.txt"
+for p in $PATHS; do
+	log "$p: $WARM calls, then $((WARM + CALLS)) calls, under callgrind"
+	short=$(profiled_run "$p" "$WARM")
+	long=$(profiled_run "$p" "$((WARM + CALLS))")
+	report "$short" "$long" "$p" >>"$WORK/report.txt"
+	[ -n "$KEEP" ] && mkdir -p "$KEEP" && cp "$short" "$KEEP/$p.short.callgrind" && cp "$long" "$KEEP/$p.long.callgrind"
+done
+# summary first: instructions per call, to the floor and to the limit
+{
+	sed -n 1,3p "$WORK/report.txt"
+	echo
+	echo "| path | instructions / call | vs floor | vs limit (new: limit new; replay: limit replay) |"
+	echo "| --- | ---: | ---: | ---: |"
+	awk '{t[$1] = $2; o[++n] = $1}
+		END {for (i = 1; i <= n; i++) {p = o[i]; split(p, vm, ":"); l = (vm[2] == "replay") ? t["limit:replay"] : t["limit:new"]
+			printf "| %s | %d | %s | %s |\n", p, t[p], t["floor:new"] ? sprintf("%.2f", t[p] / t["floor:new"]) : "-", l ? sprintf("%.2f", t[p] / l) : "-"}}' "$WORK/totals.txt"
+	sed -n '4,$p' "$WORK/report.txt"
+} >"$WORK/final.txt"
+mv "$WORK/final.txt" "$WORK/report.txt"
+cat "$WORK/report.txt"
+if [ "$SAVE" = 1 ]; then
+	mkdir -p bench/results
+	cp "$WORK/report.txt" "bench/results/$(date -u +%Y-%m-%d)-profile.txt"
+	log "saved bench/results/$(date -u +%Y-%m-%d)-profile.txt"
+fi
