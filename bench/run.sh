@@ -125,16 +125,21 @@ CONNINFO="host=127.0.0.1 port=$PORT dbname=postgres user=app"
 # 127.0.0.1 and a private port, no config file, so Redis's built-in
 # persistence defaults: RDB snapshots (save 3600 1 300 100 60 10000), no AOF
 if [ "$WHAT" != scale ]; then
-	RPORT=$(free_port 56379)
 	mkdir "$WORK/redis" && chown redis:redis "$WORK/redis"
-	setpriv --reuid=redis --regid=redis --init-groups redis-server --port "$RPORT" --bind 127.0.0.1 \
-		--dir "$WORK/redis" --logfile "$WORK/redis/redis.log" --daemonize no &
-	REDIS_PID=$!
-	# up to 30 s: a loaded machine can be slow to schedule it
-	for _ in $(seq 300); do
+	# a port free_port found free can be taken before Redis binds it (other
+	# runs on the machine): then try another, three times at most
+	for _ in 1 2 3; do
+		RPORT=$(free_port 56379)
+		setpriv --reuid=redis --regid=redis --init-groups redis-server --port "$RPORT" --bind 127.0.0.1 \
+			--dir "$WORK/redis" --logfile "$WORK/redis/redis.log" --daemonize no &
+		REDIS_PID=$!
+		# up to 30 s: a loaded machine can be slow to schedule it
+		for _ in $(seq 300); do
+			redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break
+			kill -0 "$REDIS_PID" 2>/dev/null || break
+			sleep 0.1
+		done
 		redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break
-		kill -0 "$REDIS_PID" 2>/dev/null || break
-		sleep 0.1
 	done
 	redis-cli -p "$RPORT" ping >/dev/null ||
 		{ echo "Redis did not start:"; tail -n 20 "$WORK/redis/redis.log"; exit 1; }
