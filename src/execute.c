@@ -134,6 +134,32 @@ PinSearchPath(void)
 	return level;
 }
 
+/* Is a statement of this kind one idem_execute runs? */
+static inline bool
+AllowedKind(CmdType type)
+{
+	return type == CMD_SELECT || type == CMD_INSERT ||
+		type == CMD_UPDATE || type == CMD_DELETE;
+}
+
+/* Refuse a statement of another kind (0A000), named by its command tag */
+static void
+ReportKind(CommandTag tag, bool rewritten, IdemClaimArgs *a)
+{
+	char	   *key = IdemKeyForMessage(a->key);
+	char	   *scope = IdemKeyForMessage(a->scope);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("idem_execute runs only SELECT, INSERT, UPDATE and DELETE statements"),
+			 rewritten ?
+			 errdetail("The statement given for key \"%s\" in scope \"%s\" is rewritten into %s by a rule.",
+					   key, scope, GetCommandTagName(tag)) :
+			 errdetail("The statement given for key \"%s\" in scope \"%s\" is %s.",
+					   key, scope, GetCommandTagName(tag)),
+			 errhint("Run other statements yourself, around the explicit pattern idem_claim, then idem_complete.")));
+}
+
 /*
  * Refuse anything but one SELECT, INSERT, UPDATE or DELETE, by its parse
  * tree and by what the rewriter made of it (SELECT INTO becomes a utility
@@ -166,18 +192,11 @@ CheckStatementKind(SPIPlanPtr plan, IdemClaimArgs *a)
 
 		if (query->utilityStmt != NULL)
 			tag = CreateCommandTag(query->utilityStmt);
-		else if (query->commandType != CMD_SELECT && query->commandType != CMD_INSERT &&
-				 query->commandType != CMD_UPDATE && query->commandType != CMD_DELETE)
+		else if (!AllowedKind(query->commandType))
 			tag = source->commandTag;
 	}
 	if (tag != CMDTAG_UNKNOWN)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("idem_execute runs only SELECT, INSERT, UPDATE and DELETE statements"),
-				 errdetail("The statement given for key \"%s\" in scope \"%s\" is %s.",
-						   IdemKeyForMessage(a->key), IdemKeyForMessage(a->scope),
-						   GetCommandTagName(tag)),
-				 errhint("Run other statements yourself, around the explicit pattern idem_claim, then idem_complete.")));
+		ReportKind(tag, false, a);
 }
 
 /* Prepare the caller's statement and check its kind; not yet kept. */
@@ -377,19 +396,12 @@ CheckPlannedKind(ExecPlan *ep, IdemClaimArgs *a)
 
 		if (stmt->utilityStmt != NULL)
 			tag = CreateCommandTag(stmt->utilityStmt);
-		else if (stmt->commandType != CMD_SELECT && stmt->commandType != CMD_INSERT &&
-				 stmt->commandType != CMD_UPDATE && stmt->commandType != CMD_DELETE)
+		else if (!AllowedKind(stmt->commandType))
 			tag = CMDTAG_MERGE;
 	}
 	ReleaseCachedPlan(cplan, owner);
 	if (tag != CMDTAG_UNKNOWN)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("idem_execute runs only SELECT, INSERT, UPDATE and DELETE statements"),
-				 errdetail("The statement given for key \"%s\" in scope \"%s\" is rewritten into %s by a rule.",
-						   IdemKeyForMessage(a->key), IdemKeyForMessage(a->scope),
-						   GetCommandTagName(tag)),
-				 errhint("Run other statements yourself, around the explicit pattern idem_claim, then idem_complete.")));
+		ReportKind(tag, true, a);
 }
 
 /*
