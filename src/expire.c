@@ -5,9 +5,9 @@
  *	  expires_at deleted.  idem_expire() runs it by hand; the background
  *	  worker runs the same batches, each in a short transaction of its own.
  *
- * A batch touches at most batch_size rows of each kind, found through the
- * lease and expires_at indexes, so its cost follows the rows due, not the
- * table's size.  Rows are locked with SKIP LOCKED: expiry never waits
+ * A batch touches at most batch_size rows, found through the due_at index
+ * (the rows whose lease or retention may have ended), so its cost follows
+ * the rows due, not the table's size.  Rows are locked with SKIP LOCKED: expiry never waits
  * behind a claim and never touches a row a live transaction is using, and
  * a claim made in a still-open transaction is invisible to it.
  *
@@ -104,11 +104,12 @@ ExpireOn(IdemStmt stmt, Oid nspid, const char *relation, Datum *args)
 }
 
 /*
- * One batch of expiry in the extension's schema nspid, as of now: stale
- * claims expired first, then rows deleted, at most batch_size rows in all,
- * on the table or, on a Citus node, on this node's shards of it.  Adds what
- * it did to result and returns the rows it changed.  The caller is
- * connected to SPI.
+ * One batch of expiry in the extension's schema nspid, as of now, on the
+ * table or, on a Citus node, on this node's shards of it: stale claims
+ * expired first, then rows deleted, then rows due that need nothing yet
+ * given their next due time, at most batch_size rows in all.  Adds what it
+ * did to result and returns the rows it changed (all three kinds).  The
+ * caller is connected to SPI.
  */
 int
 IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
@@ -116,8 +117,10 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 {
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
 	Datum		args[3];
-	int			expired = 0;
-	int			deleted = 0;
+	int64		done[3] = {0, 0, 0};	/* expired, deleted, rekeyed */
+	const IdemStmt steps[3] = {IDEM_STMT_EXPIRE_STALE, IDEM_STMT_EXPIRE_DELETE,
+	IDEM_STMT_EXPIRE_REKEY};
+	int			total = 0;
 	List	   *targets = NIL;
 	ListCell   *lc;
 
@@ -135,37 +138,42 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 	foreach(lc, targets)
 	{
 		const char *relation = (const char *) lfirst(lc);
-		int			done = expired + deleted;
 
-		if (reclaim && done < batch_size)
+		for (int i = 0; i < 3 && total < batch_size; i++)
 		{
-			args[1] = Int64GetDatum(batch_size - done);
-			expired += ExpireOn(IDEM_STMT_EXPIRE_STALE, nspid, relation, args);
-		}
-		done = expired + deleted;
-		if (done < batch_size)
-		{
-			args[1] = Int64GetDatum(batch_size - done);
-			deleted += ExpireOn(IDEM_STMT_EXPIRE_DELETE, nspid, relation, args);
+			int			n;
+
+			if (steps[i] == IDEM_STMT_EXPIRE_STALE && !reclaim)
+				continue;
+			if (steps[i] == IDEM_STMT_EXPIRE_REKEY && !IdemKeysHaveDueAt(nspid))
+				continue;		/* a 0.2.0 table, not updated yet */
+			args[1] = Int64GetDatum(batch_size - total);
+			n = ExpireOn(steps[i], nspid, relation, args);
+			done[i] += n;
+			total += n;
 		}
 	}
-	result->expired += expired;
-	result->deleted += deleted;
-	IdemStatsAdd(IDEM_STAT_EXPIRED, expired);
-	IdemStatsAdd(IDEM_STAT_DELETED, deleted);
-	IdemStatsBatch(expired + deleted);
-	return expired + deleted;
+	result->expired += done[0];
+	result->deleted += done[1];
+	result->rekeyed += done[2];
+	IdemStatsAdd(IDEM_STAT_EXPIRED, done[0]);
+	IdemStatsAdd(IDEM_STAT_DELETED, done[1]);
+	IdemStatsBatch(total);
+	return total;
 }
 
 /*
  * idem_expire(max_rows): one pass of expiry in this database, in the
- * caller's transaction; returns the rows changed.  NULL means no limit.
+ * caller's transaction; returns the rows expired and deleted (rows only
+ * given their next due time are not counted).  max_rows bounds the rows
+ * changed of all kinds; NULL means no limit.
  */
 Datum
 idem_expire(PG_FUNCTION_ARGS)
 {
 	int64		limit = PG_ARGISNULL(0) ? PG_INT64_MAX : PG_GETARG_INT32(0);
 	int64		total = 0;
+	IdemExpireResult done = {0, 0, 0};
 	Oid			nspid = IdemNamespaceOf(fcinfo);
 	TimestampTz now = GetCurrentTimestamp();
 
@@ -179,7 +187,6 @@ idem_expire(PG_FUNCTION_ARGS)
 	SPI_connect();
 	while (total < limit)
 	{
-		IdemExpireResult done = {0, 0};
 		int			batch = (int) Min(limit - total, EXPIRE_SQL_BATCH);
 		int			changed;
 
@@ -191,5 +198,5 @@ idem_expire(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 
-	PG_RETURN_INT64(total);
+	PG_RETURN_INT64(done.expired + done.deleted);
 }

@@ -65,6 +65,7 @@ typedef enum IdemStmt
 	IDEM_STMT_LOOKUP,
 	IDEM_STMT_EXPIRE_STALE,
 	IDEM_STMT_EXPIRE_DELETE,
+	IDEM_STMT_EXPIRE_REKEY,
 	IDEM_STMT_INSERT_COMPLETED,
 	IDEM_STMT_LOCK_KEY,
 	IDEM_STMT_TRY_LOCK_KEY,
@@ -98,6 +99,7 @@ typedef struct IdemRow
 extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
 extern SPIPlanPtr IdemPlan(IdemStmt stmt, Oid nspid);
 extern Oid	IdemKeysRelid(Oid nspid);
+extern bool IdemKeysHaveDueAt(Oid nspid);
 extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
@@ -163,6 +165,7 @@ typedef struct IdemExpireResult
 {
 	int64		expired;		/* stale processing rows made takeover-ready */
 	int64		deleted;		/* rows past expires_at deleted */
+	int64		rekeyed;		/* rows given their next due time */
 } IdemExpireResult;
 
 extern int	IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,

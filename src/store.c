@@ -69,15 +69,25 @@ typedef struct IdemStmtDef
 /*
  * "The row is processing", for statements that find one row by its key.
  * Written as "neither completed nor failed" (the same thing: the status
- * has three values) rather than status = 'processing' on purpose: from
- * that, the planner could prove the lease index's predicate and, with
- * statistics that show few processing rows, choose a scan of that whole
- * partial index over the primary key; every complete then read every
- * processing row, live and dead.  The planner cannot prove the predicate
- * from this form, so these statements can only use the primary key
- * (sql/plans.sql checks it).
+ * has three values) rather than status = 'processing' on purpose: on a
+ * 0.2.0 schema the planner could prove the partial lease index's predicate
+ * from that and, with statistics that show few processing rows, choose a
+ * scan of that whole index over the primary key.  These statements can
+ * only use the primary key (sql/plans.sql checks it).
  */
 #define AND_PROCESSING	" AND status" NE "'completed' AND status" NE "'failed'"
+
+/*
+ * due_at, the key of the only other index, is when expiry next needs to
+ * look at the row: at or before the lease end while processing, at or
+ * before expires_at after.  Claims set it to the lease end.  Complete,
+ * fail and resolve lower it only when the new expires_at comes first
+ * (a retention shorter than what was left of the lease); otherwise they
+ * write the same value, and an UPDATE that changes no indexed column is
+ * HOT.  The worker moves it forward (IDEM_STMT_EXPIRE_REKEY).
+ */
+#define DUE_AT_NO_LATER_THAN(expr) \
+	" due_at = LEAST(due_at, " expr ")"
 
 static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	[IDEM_STMT_SELECT] = {
@@ -96,8 +106,8 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	 */
 	[IDEM_STMT_INSERT] = {
 		"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"
-		" created_at, updated_at, expires_at, request_hash)"
-		" VALUES ($1, $2, 'processing', $7, $5, $4, $4, $6, $3)"
+		" created_at, updated_at, expires_at, request_hash, due_at)"
+		" VALUES ($1, $2, 'processing', $7, $5, $4, $4, $6, $3, $5)"
 		" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
 		7, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
 	},
@@ -109,7 +119,7 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	 */
 	[IDEM_STMT_TAKEOVER] = {
 		"UPDATE " KEYS " SET status = 'processing', token = $8,"
-		" locked_until = $5, expires_at = $6,"
+		" locked_until = $5, expires_at = $6, due_at = $5,"
 		" retryable = true, response_code = NULL, response = NULL, updated_at = $4"
 		WHERE_KEY " AND token" EQ "$3 AND expires_at" GT "$4"
 		" AND ((status" EQ "'failed' AND retryable)"
@@ -123,7 +133,7 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	 */
 	[IDEM_STMT_RENEW] = {
 		"UPDATE " KEYS " SET status = 'processing', token = $9,"
-		" locked_until = $5, expires_at = $6,"
+		" locked_until = $5, expires_at = $6, due_at = $5,"
 		" created_at = $4, updated_at = $4, request_hash = $3, retryable = true,"
 		" response_code = NULL, response = NULL, recovery_point = NULL"
 		WHERE_KEY " AND token" EQ "$7 AND expires_at" LE "$4"
@@ -134,10 +144,12 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	/*
 	 * Record results.  A processing row keeps expires_at = locked_until +
 	 * retention, so the retention its claim asked for carries over here.
+	 * The new expires_at is written twice: SET expressions see the old row.
 	 */
 	[IDEM_STMT_COMPLETE] = {
 		"UPDATE " KEYS " SET status = 'completed', response_code = $5, response = $6,"
 		" expires_at = " SHIFTED_EXPIRY("$7") ","
+		DUE_AT_NO_LATER_THAN(SHIFTED_EXPIRY("$7")) ","
 		" locked_until = NULL, updated_at = $4"
 		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING
 		" RETURNING status",
@@ -146,6 +158,7 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	[IDEM_STMT_FAIL] = {
 		"UPDATE " KEYS " SET status = 'failed', retryable = $7, response_code = $5, response = $6,"
 		" expires_at = " SHIFTED_EXPIRY("$8") ","
+		DUE_AT_NO_LATER_THAN(SHIFTED_EXPIRY("$8")) ","
 		" locked_until = NULL, updated_at = $4"
 		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING,
 		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, BOOLOID, FLOAT8OID}
@@ -173,7 +186,7 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	[IDEM_STMT_RESOLVE_FAIL] = {
 		"UPDATE " KEYS " SET status = 'failed', retryable = false, token = $7,"
 		" response_code = $4, response = $5, locked_until = NULL,"
-		" updated_at = $3, expires_at = $6"
+		" updated_at = $3, expires_at = $6," DUE_AT_NO_LATER_THAN("$6")
 		WHERE_KEY AND_PROCESSING,
 		7, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, JSONBOID, TIMESTAMPTZOID, INT8OID}
 	},
@@ -186,24 +199,43 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 		2, {TEXTOID, TEXTOID}
 	},
 	/*
-	 * Expiry, one bounded batch at a time.  SKIP LOCKED: never wait behind a
-	 * claim, never touch a row a live transaction is using.
+	 * Expiry, one bounded batch at a time, each statement an index range
+	 * scan of due_at <= now ($1).  SKIP LOCKED: never wait behind a claim,
+	 * never touch a row a live transaction is using.
 	 */
 	[IDEM_STMT_EXPIRE_STALE] = {
 		"UPDATE " KEYS " AS k SET status = 'failed', retryable = true,"
-		" locked_until = NULL, updated_at = $1"
+		" locked_until = NULL, updated_at = $1, due_at = k.expires_at"
 		" FROM (SELECT scope, key FROM " KEYS
-		" WHERE status" EQ "'processing' AND locked_until" LE "$1"
-		" ORDER BY locked_until LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
+		" WHERE due_at" LE "$1 AND status" EQ "'processing' AND locked_until" LE "$1"
+		" ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
 		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
 		2, {TIMESTAMPTZOID, INT8OID}
 	},
+	/* $3: processing rows past expires_at go too (stale policy is reclaim) */
 	[IDEM_STMT_EXPIRE_DELETE] = {
 		"DELETE FROM " KEYS " AS k USING (SELECT scope, key FROM " KEYS
-		" WHERE expires_at" LE "$1 AND ($3 OR status" NE "'processing')"
-		" ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
+		" WHERE due_at" LE "$1 AND expires_at" LE "$1 AND ($3 OR status" NE "'processing')"
+		" ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
 		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
 		3, {TIMESTAMPTZOID, INT8OID, BOOLOID}
+	},
+	/*
+	 * Rows due that need nothing yet get their next due time: a claim's
+	 * lease end when it was extended, expires_at once it is completed or
+	 * failed (a key completed by idem_complete is due at its lease's end
+	 * first, so that complete could leave due_at as it was).  A stale claim
+	 * held under stale_policy = hold stays due, for when the policy changes.
+	 */
+	[IDEM_STMT_EXPIRE_REKEY] = {
+		"UPDATE " KEYS " AS k SET due_at = CASE WHEN k.status" EQ "'processing'"
+		" THEN LEAST(k.locked_until, k.expires_at) ELSE k.expires_at END"
+		" FROM (SELECT scope, key FROM " KEYS
+		" WHERE due_at" LE "$1 AND expires_at" GT "$1"
+		" AND (status" NE "'processing' OR locked_until" GT "$1)"
+		" ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
+		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
+		2, {TIMESTAMPTZOID, INT8OID}
 	},
 	/*
 	 * The key's lock, taken before a claim writes the key's row, held to the
@@ -248,6 +280,87 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	 */
 	[IDEM_STMT_INSERT_COMPLETED] = {
 		"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
+		" expires_at, request_hash, response_code, response, due_at)"
+		" VALUES ($1, $2, 'completed', $8, $4, $4, $5, $3, $6, $7, $5)"
+		" RETURNING token, status",
+		8, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, JSONBOID, INT8OID}
+	},
+};
+
+/*
+ * The statements that differ on a table of schema 0.1.0 / 0.2.0 (no due_at
+ * column, the expires_at and partial lease indexes): the library serves
+ * such a database between the package's upgrade and ALTER EXTENSION
+ * idempotency UPDATE.  Expiry's re-keying has no counterpart there.
+ */
+static const IdemStmtDef stmt_defs_v02[IDEM_NUM_STMTS] = {
+	[IDEM_STMT_INSERT] = {
+		"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"
+		" created_at, updated_at, expires_at, request_hash)"
+		" VALUES ($1, $2, 'processing', $7, $5, $4, $4, $6, $3)"
+		" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
+		7, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
+	},
+	[IDEM_STMT_TAKEOVER] = {
+		"UPDATE " KEYS " SET status = 'processing', token = $8,"
+		" locked_until = $5, expires_at = $6,"
+		" retryable = true, response_code = NULL, response = NULL, updated_at = $4"
+		WHERE_KEY " AND token" EQ "$3 AND expires_at" GT "$4"
+		" AND ((status" EQ "'failed' AND retryable)"
+		" OR ($7 AND status" EQ "'processing' AND locked_until" LE "$4))"
+		" RETURNING token, status, recovery_point",
+		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID, INT8OID}
+	},
+	[IDEM_STMT_RENEW] = {
+		"UPDATE " KEYS " SET status = 'processing', token = $9,"
+		" locked_until = $5, expires_at = $6,"
+		" created_at = $4, updated_at = $4, request_hash = $3, retryable = true,"
+		" response_code = NULL, response = NULL, recovery_point = NULL"
+		WHERE_KEY " AND token" EQ "$7 AND expires_at" LE "$4"
+		" AND ($8 OR status" NE "'processing')"
+		" RETURNING token, status",
+		9, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, BOOLOID, INT8OID}
+	},
+	[IDEM_STMT_COMPLETE] = {
+		"UPDATE " KEYS " SET status = 'completed', response_code = $5, response = $6,"
+		" expires_at = " SHIFTED_EXPIRY("$7") ","
+		" locked_until = NULL, updated_at = $4"
+		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING
+		" RETURNING status",
+		7, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, FLOAT8OID}
+	},
+	[IDEM_STMT_FAIL] = {
+		"UPDATE " KEYS " SET status = 'failed', retryable = $7, response_code = $5, response = $6,"
+		" expires_at = " SHIFTED_EXPIRY("$8") ","
+		" locked_until = NULL, updated_at = $4"
+		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING,
+		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, BOOLOID, FLOAT8OID}
+	},
+	[IDEM_STMT_RESOLVE_FAIL] = {
+		"UPDATE " KEYS " SET status = 'failed', retryable = false, token = $7,"
+		" response_code = $4, response = $5, locked_until = NULL,"
+		" updated_at = $3, expires_at = $6"
+		WHERE_KEY AND_PROCESSING,
+		7, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, JSONBOID, TIMESTAMPTZOID, INT8OID}
+	},
+	[IDEM_STMT_EXPIRE_STALE] = {
+		"UPDATE " KEYS " AS k SET status = 'failed', retryable = true,"
+		" locked_until = NULL, updated_at = $1"
+		" FROM (SELECT scope, key FROM " KEYS
+		" WHERE status" EQ "'processing' AND locked_until" LE "$1"
+		" ORDER BY locked_until LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
+		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
+		2, {TIMESTAMPTZOID, INT8OID}
+	},
+	[IDEM_STMT_EXPIRE_DELETE] = {
+		"DELETE FROM " KEYS " AS k USING (SELECT scope, key FROM " KEYS
+		" WHERE expires_at" LE "$1 AND ($3 OR status" NE "'processing')"
+		" ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
+		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
+		3, {TIMESTAMPTZOID, INT8OID, BOOLOID}
+	},
+	[IDEM_STMT_INSERT_COMPLETED] = {
+		"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
 		" expires_at, request_hash, response_code, response)"
 		" VALUES ($1, $2, 'completed', $8, $4, $4, $5, $3, $6, $7)"
 		" RETURNING token, status",
@@ -259,6 +372,69 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 static Oid	plans_nspid = InvalidOid;
 static SPIPlanPtr plans[IDEM_NUM_STMTS];
 static Oid	keys_relid = InvalidOid;
+
+/*
+ * Has the table the due_at column of 0.3.0?  Read again after a relcache
+ * invalidation of the table (ALTER EXTENSION ... UPDATE changes it), and
+ * then the saved plans are made again from the other texts if it changed.
+ */
+static bool keys_shape_known = false;
+static bool keys_have_due_at = true;
+static bool keys_shape_callback = false;
+
+static void
+KeysShapeInvalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == keys_relid)
+		keys_shape_known = false;
+}
+
+/* The definition of a statement for the table's schema version */
+static const IdemStmtDef *
+StmtDef(IdemStmt stmt)
+{
+	if (!keys_have_due_at && stmt_defs_v02[stmt].sql != NULL)
+		return &stmt_defs_v02[stmt];
+	return &stmt_defs[stmt];
+}
+
+/* Forget every saved plan */
+static void
+FreePlans(void)
+{
+	for (int i = 0; i < IDEM_NUM_STMTS; i++)
+	{
+		if (plans[i] != NULL)
+			SPI_freeplan(plans[i]);
+		plans[i] = NULL;
+	}
+}
+
+/*
+ * Does idempotency_keys in schema nspid have due_at (schema 0.3.0 and
+ * later)?  When this changes, the saved plans are made again.
+ */
+bool
+IdemKeysHaveDueAt(Oid nspid)
+{
+	Oid			relid = IdemKeysRelid(nspid);
+
+	if (!keys_shape_known)
+	{
+		bool		has = get_attnum(relid, "due_at") != InvalidAttrNumber;
+
+		if (!keys_shape_callback)
+		{
+			CacheRegisterRelcacheCallback(KeysShapeInvalidate, (Datum) 0);
+			keys_shape_callback = true;
+		}
+		if (has != keys_have_due_at)
+			FreePlans();
+		keys_have_due_at = has;
+		keys_shape_known = true;
+	}
+	return keys_have_due_at;
+}
 
 /* Claims this transaction made: what lets a NULL token through */
 typedef struct TxnClaim
@@ -299,19 +475,16 @@ IdemPlan(IdemStmt stmt, Oid nspid)
 	if (plans_nspid != nspid)
 	{
 		/* first use, or the extension was re-created elsewhere */
-		for (int i = 0; i < IDEM_NUM_STMTS; i++)
-		{
-			if (plans[i] != NULL)
-				SPI_freeplan(plans[i]);
-			plans[i] = NULL;
-		}
+		FreePlans();
 		plans_nspid = nspid;
 		keys_relid = InvalidOid;
+		keys_shape_known = false;
 	}
+	(void) IdemKeysHaveDueAt(nspid);
 
 	if (plans[stmt] == NULL)
 	{
-		const IdemStmtDef *def = &stmt_defs[stmt];
+		const IdemStmtDef *def = StmtDef(stmt);
 		char	   *nspname = get_namespace_name(nspid);
 		char	   *sql;
 		SPIPlanPtr	plan;
@@ -491,7 +664,7 @@ int
 IdemExecuteOn(IdemStmt stmt, const char *relation, Datum *values,
 			  const char *nulls)
 {
-	const IdemStmtDef *def = &stmt_defs[stmt];
+	const IdemStmtDef *def = StmtDef(stmt);
 	int			rc;
 
 	rc = SPI_execute_with_args(psprintf(def->sql, relation), def->nargs,

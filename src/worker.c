@@ -638,7 +638,7 @@ ExpireErrorContext(void *arg)
 static int
 ExpireBatch(int batch_size)
 {
-	IdemExpireResult done = {0, 0};
+	IdemExpireResult done = {0, 0, 0};
 	ErrorContextCallback errcallback;
 	Oid			nspid;
 	int			changed = -1;

@@ -133,7 +133,7 @@ awk '/test\/citus\/checks.sh runs the next sql block/ { found = 1; next }
 { echo '\set ON_ERROR_STOP 1'; sed '/^-- optional: delegate/,$d' "$OUT/recipe.sql"; } >"$OUT/distribute.sql"
 { echo '\set ON_ERROR_STOP 1'; sed -n '/^-- optional: delegate/,$p' "$OUT/recipe.sql"; } >"$OUT/delegate.sql"
 chown postgres:postgres "$OUT"/*.sql
-if ! grep -q create_distributed_table "$OUT/distribute.sql" || ! grep -q create_distributed_function "$OUT/delegate.sql"; then
+if ! grep -q idem_distribute "$OUT/distribute.sql" || ! grep -q idem_distribute "$OUT/delegate.sql"; then
 	notok citus/recipe "no recipe found in README.md's \"Scaling out\" (a sql block after the comment naming test/citus/checks.sh)"
 	exit 1
 fi
@@ -174,7 +174,7 @@ if q coordinator -f "$OUT/delegate.sql" >"$OUT/delegate.log" 2>&1; then
 	ok "citus/recipe-functions ($(qv coordinator "SELECT count(*) FROM pg_dist_object
 		WHERE distribution_argument_index IS NOT NULL") key functions distributed by scope, co-located)"
 else
-	notok citus/recipe-functions "README's create_distributed_function calls failed:"
+	notok citus/recipe-functions "README's idem_distribute() call failed:"
 	detail "$OUT/delegate.log"
 fi
 # calls that ran on the shard's worker, counted by track_functions there
@@ -459,6 +459,8 @@ for s in $exp_scopes; do
 SELECT outcome FROM idem_claim('e-stale', NULL, :'s', lease => '1 ms');
 SELECT token AS t FROM idem_claim('e-old', NULL, :'s', retention => '1 ms') \gset
 SELECT idem_complete('e-old', 200, '{}', :'s', token => :t);
+SELECT token AS t FROM idem_claim('e-done', NULL, :'s', lease => '1 s') \gset
+SELECT idem_complete('e-done', 200, '{}', :'s', token => :t);
 SQL
 done
 in_list=$(for s in $exp_scopes; do printf "'%s'," "$s"; done | sed 's/,$//')
@@ -470,19 +472,33 @@ expired=f
 for _ in $(seq 1 240); do
 	expired=$(qv coordinator "SELECT count(*) FILTER (WHERE key = 'e-old') = 0
 		AND count(*) FILTER (WHERE key = 'e-stale' AND status = 'failed' AND retryable) = 6
+		AND count(*) FILTER (WHERE key = 'e-done' AND due_at = expires_at) = 6
 		FROM idempotency_keys WHERE scope IN ($in_list)" 2>/dev/null)
 	[ "$expired" = t ] && break
 	sleep 0.5
 done
-left=$(qv coordinator "SELECT string_agg(format('%s/%s %s', scope, key, status), ', ' ORDER BY scope, key)
+left=$(qv coordinator "SELECT string_agg(format('%s/%s %s due %s', scope, key, status, due_at), ', ' ORDER BY scope, key)
 	FROM idempotency_keys WHERE scope IN ($in_list)" 2>&1)
 if [ "$expired" = t ]; then
-	ok "citus/expiry (the background workers expired 6 stale leases and deleted 6 rows past retention on both workers' shards)"
+	ok "citus/expiry (the background workers expired 6 stale leases, deleted 6 rows past retention and moved 6 completed keys' due time to their expiry, on both workers' shards)"
 else
 	notok citus/expiry "after 120 s the rows of scopes$exp_scopes: $left"
 	for n in coordinator worker1 worker2; do
 		grep -E 'idempotency (worker|launcher) (ERROR|FATAL)' "$DIR/$n/server.log" | tail -n 2 | sed "s/^/$n: /"
 	done | sed 's/^/# /'
+fi
+
+# 12b. idempotency_stats on the coordinator: table_bytes is every shard on
+# every node (idem_table_bytes), not the coordinator's empty shell
+stats=$(qv coordinator "SELECT format('%s %s %s', s.table_bytes,
+		pg_total_relation_size('idempotency_keys'), citus_total_relation_size('idempotency_keys'))
+	FROM idempotency_stats s" 2>&1)
+read -r tbytes shell total <<<"$stats"
+if [[ "$tbytes" =~ ^[0-9]+$ && "$shell" =~ ^[0-9]+$ && "$total" =~ ^[0-9]+$ ]] &&
+	[ "$tbytes" -gt $((10 * shell)) ] && [ "$tbytes" -ge $((total / 2)) ] && [ "$tbytes" -le $((total * 2)) ]; then
+	ok "citus/stats (idempotency_stats.table_bytes $tbytes: the shards on every node, against citus_total_relation_size $total; the coordinator's shell is $shell)"
+else
+	notok citus/stats "table_bytes, the shell's size, citus_total_relation_size: $stats"
 fi
 
 # 13. the tenant recipe (docs/tenants.md)

@@ -21,7 +21,7 @@
 
 BEGIN;
 
-SELECT plan(85);
+SELECT plan(89);
 
 /* ---- PUBLIC ---- */
 
@@ -124,6 +124,17 @@ SELECT function_privs_are('idem_stats_reset', ARRAY[]::name[],
                           'idempotency_app', ARRAY[]::name[], 'idempotency_app may NOT reset the statistics');
 SELECT function_privs_are('idem_stats_reset', ARRAY[]::name[],
                           'public', ARRAY[]::name[], 'PUBLIC may NOT reset the statistics');
+
+/* ---- Citus helpers ---- */
+
+SELECT function_privs_are('idem_distribute', ARRAY['regclass', 'boolean'],
+                          'idempotency_admin', ARRAY[]::name[], 'idem_distribute is the owner''s alone (not idempotency_admin)');
+SELECT function_privs_are('idem_distribute', ARRAY['regclass', 'boolean'],
+                          'public', ARRAY[]::name[], 'PUBLIC may NOT call idem_distribute');
+SELECT function_privs_are('idem_table_bytes', ARRAY[]::name[],
+                          'idempotency_admin', ARRAY['EXECUTE'], 'idempotency_admin may call idem_table_bytes (for idempotency_stats)');
+SELECT function_privs_are('idem_table_bytes', ARRAY[]::name[],
+                          'idempotency_app', ARRAY[]::name[], 'idempotency_app may NOT call idem_table_bytes');
 
 /* ---- calls as real roles ---- */
 

@@ -19,7 +19,7 @@
 
 BEGIN;
 
-SELECT plan(127);
+SELECT plan(132);
 
 /* ---- the table ---- */
 
@@ -28,7 +28,7 @@ SELECT has_table('idempotency_keys', 'table idempotency_keys exists');
 SELECT columns_are('idempotency_keys', ARRAY[
     'scope', 'key', 'status', 'retryable', 'response_code', 'token',
     'locked_until', 'created_at', 'updated_at', 'expires_at',
-    'request_hash', 'recovery_point', 'response'
+    'request_hash', 'recovery_point', 'response', 'due_at'
 ], 'idempotency_keys has exactly the documented columns');
 
 SELECT col_type_is('idempotency_keys', 'scope',          'text',                     'scope is text');
@@ -65,20 +65,17 @@ SELECT col_default_is('idempotency_keys', 'scope', ''::text, 'scope defaults to 
 SELECT col_is_pk('idempotency_keys', ARRAY['scope', 'key'],
                  'primary key is (scope, key), scope first so Citus can distribute by it');
 
-SELECT has_index('idempotency_keys', 'idempotency_keys_expires_at_idx', 'expires_at',
-                 'expiry index on expires_at');
-SELECT has_index('idempotency_keys', 'idempotency_keys_lease_idx', 'locked_until',
-                 'lease index on locked_until');
-SELECT ok(pg_get_expr(i.indpred, i.indrelid) ~ 'processing',
-          'lease index is partial, over processing rows only')
-FROM pg_index i
-WHERE i.indexrelid = 'idempotency_keys_lease_idx'::regclass;
-
-SELECT ok(EXISTS (SELECT FROM pg_constraint
-                  WHERE conrelid = 'idempotency_keys'::regclass
-                    AND contype = 'c'
-                    AND pg_get_constraintdef(oid) ~ 'locked_until IS NOT NULL'),
-          'a CHECK constraint requires a lease on processing rows');
+SELECT has_index('idempotency_keys', 'idempotency_keys_due_at_idx', 'due_at',
+                 'expiry index on due_at');
+SELECT is((SELECT array_agg(indexrelid::regclass::text ORDER BY indexrelid::regclass::text) FROM pg_index
+           WHERE indrelid = 'idempotency_keys'::regclass),
+          ARRAY['idempotency_keys_due_at_idx', 'idempotency_keys_pkey'],
+          'no other index: complete, fail, heartbeat and checkpoint change no indexed column (HOT)');
+SELECT col_not_null('idempotency_keys', 'due_at', 'due_at is NOT NULL');
+SELECT col_default_is('idempotency_keys', 'due_at', '-infinity'::timestamptz,
+                      'due_at defaults to -infinity: a row written by hand is due at once, and expiry sets it');
+SELECT ok((SELECT reloptions FROM pg_class WHERE oid = 'idempotency_keys'::regclass)
+          @> ARRAY['fillfactor=90'], 'fillfactor 90 leaves room on each page for HOT updates');
 
 /* ---- the enum ---- */
 
@@ -131,8 +128,8 @@ SELECT has_function('idem_execute', ARRAY['text', 'jsonb', 'text', 'integer', 't
     'idem_execute(key, request, scope, success_code, query, VARIADIC args) exists');
 SELECT has_function('idem_execute', ARRAY['text', 'jsonb', 'text', 'integer', 'text'],
     'idem_execute(key, request, scope, success_code, query) exists');
-SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'idempotency'), '0.2.0',
-    'the default version is 0.2.0');
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'idempotency'), '0.3.0',
+    'the default version is 0.3.0');
 
 SELECT function_returns('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
                         'record', 'idem_claim returns a record (OUT parameters)');
@@ -273,6 +270,16 @@ SELECT is(
 SELECT has_function('idem_stats_reset', ARRAY[]::name[], 'idem_stats_reset() exists');
 SELECT function_returns('idem_stats_reset', ARRAY[]::name[], 'void', 'idem_stats_reset returns void');
 SELECT volatility_is('idem_stats_reset', ARRAY[]::name[], 'volatile', 'idem_stats_reset is VOLATILE');
+
+/* ---- Citus helpers: usable (and refused with a reason) on a plain server ---- */
+
+SELECT has_function('idem_distribute', ARRAY['regclass', 'boolean'],
+                    'idem_distribute(colocate_with regclass, delegate boolean) exists');
+SELECT throws_ok('SELECT idem_distribute()', '55000', 'Citus is not installed in this database',
+                 'idem_distribute() without Citus: 55000, the table stays as it is');
+SELECT has_function('idem_table_bytes', ARRAY[]::name[], 'idem_table_bytes() exists');
+SELECT is(idem_table_bytes(), pg_total_relation_size('idempotency_keys'),
+          'idem_table_bytes() on a plain server is the table''s total size');
 
 /* ---- hardening, over every function the extension owns ---- */
 

@@ -30,18 +30,18 @@ idempotency.worker_batch_size = $batch
 });
 $node->start;
 
-# Fill with the worker idle
+# Fill with the worker idle, each row due when the functions would make it
 $node->safe_psql('postgres', qq{
     CREATE EXTENSION idempotency;
     INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at,
-                                  response_code, response)
+                                  response_code, response, due_at)
     SELECT 'live', 'k' || i, 'completed', nextval('idempotency_token_seq'), now(), now(),
-           now() + interval '1 day', 200, '{"payment_id": 1}'
+           now() + interval '1 day', 200, '{"payment_id": 1}', now() + interval '1 day'
     FROM generate_series(1, $rows) i;
     INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at,
-                                  response_code, response)
+                                  response_code, response, due_at)
     SELECT 'due', 'k' || i, 'completed', nextval('idempotency_token_seq'), now(), now(),
-           now() - interval '1 s', 200, '{"payment_id": 1}'
+           now() - interval '1 s', 200, '{"payment_id": 1}', now() - interval '1 s'
     FROM generate_series(1, $rows) i;
     VACUUM ANALYZE idempotency_keys;
 });
