@@ -5,15 +5,14 @@
 
 /*
  * The two indexes expiry used are replaced by one on due_at, which
- * completing, failing, heartbeating and checkpointing leave as it is; with
- * room on the page (fillfactor 90, for pages written from now on) those
- * updates are HOT.  The CHECK constraint goes: the functions never write a
+ * completing, failing, heartbeating and checkpointing leave as it is, so
+ * those updates are HOT when the page has room (the default fillfactor
+ * does best: see the README's Performance).  The CHECK constraint goes: the functions never write a
  * processing row without a lease, and its expression cost every write.
  */
 DROP INDEX idempotency_keys_expires_at_idx;
 DROP INDEX idempotency_keys_lease_idx;
 ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_lease_check;
-ALTER TABLE idempotency_keys SET (fillfactor = 90);
 
 /*
  * due_at: when expiry next needs to look at the row.  Added with a constant

@@ -53,8 +53,8 @@ conf "idempotency.worker_batch_delay = '${BATCH_DELAY}ms'"
 conf "idempotency.worker_interval = '100ms'"
 for scope in live due; do
 	[ "$scope" = live ] && expires="now() + interval '1 day'" || expires="now() - interval '1 s'"
-	sql -c "INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at, response_code, response)
-	        SELECT '$scope', 'k' || i, 'completed', nextval('idempotency_token_seq'), now(), now(), $expires, 200, '{\"payment_id\": 1}'
+	sql -c "INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at, response_code, response, due_at)
+	        SELECT '$scope', 'k' || i, 'completed', nextval('idempotency_token_seq'), now(), now(), $expires, 200, '{\"payment_id\": 1}', $expires
 	        FROM generate_series(1, $DUE) i"
 done
 sql -c "VACUUM ANALYZE idempotency_keys"

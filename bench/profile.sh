@@ -80,9 +80,9 @@ sql -d postgres -c "CREATE EXTENSION idempotency" -c "CREATE ROLE app LOGIN IN R
 	-c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
 sql -U app -d postgres -f bench/schema.sql -f bench/plpgsql_reference.sql >/dev/null
 sql -d postgres -c "INSERT INTO idempotency_keys (scope, key, status, response_code, token, created_at, updated_at,
-        expires_at, request_hash, response)
+        expires_at, request_hash, response, due_at)
     SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('idempotency_token_seq'), now(), now(),
-        now() + interval '24 h', idem_request_hash($REQ_OF), jsonb_build_object('id', i)
+        now() + interval '24 h', idem_request_hash($REQ_OF), jsonb_build_object('id', i), now() + interval '24 h'
     FROM generate_series(1, $KEYS) i" \
 	-c "INSERT INTO ref_keys (scope, key, status, response_code, token, created_at, updated_at,
         expires_at, request_hash, response)

@@ -117,7 +117,11 @@ shared_buffers = 1GB
 # no checkpoint inside a measurement: WAL per request is the records
 # themselves (full-page images after a checkpoint come on top)
 max_wal_size = 20GB
-checkpoint_timeout = 1h"
+checkpoint_timeout = 1h
+# no expiry inside a measurement either: the worker moves keys completed
+# by idem_complete to their expiry one lease later, off the request path
+# (its cost per key is measured on its own, bench/rekey.sh)
+idempotency.worker_databases = ''"
 sql() { as_postgres psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" "$@"; }
 CONNINFO="host=127.0.0.1 port=$PORT dbname=postgres user=app"
 
@@ -163,9 +167,9 @@ schema postgres
 fill_keys()   # $1 $2: completed keys key_of($1) .. key_of($2) in idempotency_keys, as a completed claim leaves them
 {
 	sql -d postgres -c "INSERT INTO idempotency_keys (scope, key, status, response_code, token, created_at, updated_at,
-	        expires_at, request_hash, response)
+	        expires_at, request_hash, response, due_at)
 	    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('idempotency_token_seq'), now(), now(),
-	        now() + interval '24 h', idem_request_hash($REQ_OF), jsonb_build_object('id', i)
+	        now() + interval '24 h', idem_request_hash($REQ_OF), jsonb_build_object('id', i), now() + interval '24 h'
 	    FROM generate_series($1, $2) i"
 }
 
@@ -175,7 +179,7 @@ machine()
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) RAM, Linux $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "PostgreSQL: $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1); $(sql -d postgres -F ', ' -c "SELECT 'fsync = ' || current_setting('fsync'), 'synchronous_commit = ' || current_setting('synchronous_commit'), 'full_page_writes = ' || current_setting('full_page_writes'), 'wal_level = ' || current_setting('wal_level'), 'shared_buffers = ' || current_setting('shared_buffers'), 'max_wal_size = ' || current_setting('max_wal_size'), 'checkpoint_timeout = ' || current_setting('checkpoint_timeout')"), autovacuum on, extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'") preloaded with its expiry worker"
+	echo "PostgreSQL: $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1); $(sql -d postgres -F ', ' -c "SELECT 'fsync = ' || current_setting('fsync'), 'synchronous_commit = ' || current_setting('synchronous_commit'), 'full_page_writes = ' || current_setting('full_page_writes'), 'wal_level = ' || current_setting('wal_level'), 'shared_buffers = ' || current_setting('shared_buffers'), 'max_wal_size = ' || current_setting('max_wal_size'), 'checkpoint_timeout = ' || current_setting('checkpoint_timeout')"), autovacuum on, extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'") preloaded, its expiry worker off during the rounds (idempotency.worker_databases = ''; the deferred work is measured after them)"
 	[ "$WHAT" != scale ] && echo "Redis: $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), 127.0.0.1, persistence defaults (RDB snapshots, no AOF: a SET is acknowledged before it reaches the disk)"
 	echo "driver: bench/driver.c, $CLIENTS clients (threads, one connection each) over loopback TCP, prepared statements, no pipelining"
 }
@@ -379,6 +383,28 @@ for round in $(seq "$ROUNDS"); do
 	if [ "$WHAT" != check ]; then one_run floor:new "$round" "$RUN_SECONDS" "$WARMUP"; fi
 done
 
+# ------------------------------------------------------------ deferred work
+# A key completed by idem_complete stays due at its lease's end; the worker
+# then moves it to its expiry, one update of due_at (not HOT: indexed) per
+# key, in batches, off the request path.  The worker is off during the
+# rounds, so that work is measured here, once, over every such key: one
+# idem_expire() call in one backend (its wall time is CPU time).
+if [ "$WHAT" != check ]; then
+	due_sql="SELECT count(*) FROM idempotency_keys WHERE status = 'completed' AND due_at < expires_at AND due_at <= now()"
+	rekey_n=$(sql -d postgres -c "$due_sql")
+	lsn0=$(sql -d postgres -c "SELECT pg_current_wal_insert_lsn()")
+	t0=$(date +%s%N)
+	sql -d postgres -c "SELECT idem_expire()" >/dev/null
+	t1=$(date +%s%N)
+	rekey_wal=$(sql -d postgres -c "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn0')")
+	rekey_left=$(sql -d postgres -c "$due_sql")
+	if [ "${rekey_n:-0}" -gt 0 ]; then
+		awk -v n="$rekey_n" -v ns=$((t1 - t0)) -v wal="$rekey_wal" -v left="$rekey_left" 'BEGIN {
+			printf "deferred: the worker'"'"'s move of %d keys completed by idem_complete to their expiry: %.1f us and %.0f WAL bytes per key (one idem_expire() call; %d left due)\n", n, ns / n / 1000, wal / n, left }' \
+			>>"$WORK/notes.txt"
+	fi
+fi
+
 # ------------------------------------------------------------ report
 # RAW: round variant mode requests tps p50 p99 wal errors check new replay 409 server_cpu client_cpu other_cores
 median() { sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print "-"}'; }
@@ -462,6 +488,7 @@ OUT=$WORK/report.txt
 		x() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else printf "-"}'; }
 		echo "WAL per new key: idem_execute $(col execute new 8) bytes = $(x "$(col execute new 8)" "$fwal")x the floor's, $(x "$(col execute new 8)" "$lwal")x the limit's; idem_claim pattern $(col claim new 8) bytes = $(x "$(col claim new 8)" "$fwal")x, $(x "$(col claim new 8)" "$lwal")x; PL/pgSQL reference $(col plpgsql new 8) bytes = $(x "$(col plpgsql new 8)" "$fwal")x, $(x "$(col plpgsql new 8)" "$lwal")x; limit $lwal bytes = $(x "$lwal" "$fwal")x the floor's (floor: $fwal bytes, the payment alone)"
 		echo "storage per completed key ($(commas "$STORAGE_KEYS") keys, UUID keys, scope 'merchant-42', request hash, 100-byte response, written one by one through the functions, batches of 1,000 committed, then VACUUM): idempotency_keys $STORE_EXT bytes (table + indexes; heap $STORE_EXT_HEAP), $STORE_EXT_FULL after VACUUM FULL; written by idem_execute, one key per transaction: $STORE_EXEC bytes = $(x "$STORE_EXEC" "$STORE_LIMIT")x the limit's; PL/pgSQL reference's ref_keys $STORE_REF bytes, $STORE_REF_FULL after VACUUM FULL; the limit's limit_keys (scope, key, hash, response; primary key only): $STORE_LIMIT bytes"
+		grep '^deferred:' "$WORK/notes.txt" || true
 	fi
 	echo
 	echo "raw runs (round variant mode requests tps p50_ms p99_ms wal_bytes_per_req errors check new replay 409 server_cpu_us client_cpu_us other_cores):"

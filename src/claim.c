@@ -97,21 +97,61 @@ ProcessingStatus(TupleDesc desc)
 							   ObjectIdGetDatum(TupleDescAttr(desc, CLAIM_STATUS)->atttypid));
 }
 
-/* The counter of an outcome */
-static IdemStat
-OutcomeStat(const char *outcome)
+/* Each outcome's name (idem_claim's outcome column) and counter */
+static const struct
 {
-	switch (outcome[0])
-	{
-		case 'n':
-			return IDEM_STAT_CLAIM_NEW;
-		case 'r':
-			return outcome[2] == 'p' ? IDEM_STAT_CLAIM_REPLAY : IDEM_STAT_CLAIM_RECLAIMED;
-		case 'i':
-			return IDEM_STAT_CLAIM_IN_PROGRESS;
-		default:
-			return IDEM_STAT_CLAIM_STALE;
-	}
+	const char *name;
+	IdemStat	stat;
+}			outcomes[IDEM_NUM_OUTCOMES] = {
+	[IDEM_OUTCOME_NEW] = {"new", IDEM_STAT_CLAIM_NEW},
+	[IDEM_OUTCOME_REPLAY] = {"replay", IDEM_STAT_CLAIM_REPLAY},
+	[IDEM_OUTCOME_IN_PROGRESS] = {"in_progress", IDEM_STAT_CLAIM_IN_PROGRESS},
+	[IDEM_OUTCOME_RECLAIMED] = {"reclaimed", IDEM_STAT_CLAIM_RECLAIMED},
+	[IDEM_OUTCOME_STALE] = {"stale", IDEM_STAT_CLAIM_STALE},
+};
+
+/* An outcome as idem_claim's outcome column shows it */
+const char *
+IdemOutcomeName(IdemOutcome outcome)
+{
+	Assert(outcome >= 0 && outcome < IDEM_NUM_OUTCOMES);
+	return outcomes[outcome].name;
+}
+
+/* What a claim does with the row it read (DecideClaim) */
+typedef enum ClaimAction
+{
+	ACT_INSERT,					/* no row: insert one, processing */
+	ACT_RENEW,					/* past expires_at: start afresh on the row */
+	ACT_TAKEOVER,				/* failed retryable, or lease run out: take over */
+	ACT_MISMATCH,				/* another request under this key: error */
+	ACT_REPLAY,					/* completed, or failed for good: replay */
+	ACT_IN_PROGRESS,			/* processing, lease alive */
+	ACT_STALE					/* processing, lease run out, stale_policy hold */
+} ClaimAction;
+
+/*
+ * Decide what a claim of the request with this hash does, at now, given
+ * the key's row as read (row->found false: none).  Reads nothing, writes
+ * nothing.
+ */
+static ClaimAction
+DecideClaim(const IdemRow *row, bytea *hash, TimestampTz now, bool reclaim)
+{
+	if (!row->found)
+		return ACT_INSERT;
+	if (row->expires_at <= now && (reclaim || row->status_code != IDEM_PROCESSING))
+		return ACT_RENEW;
+	if (!SameRequest(row->request_hash, hash))
+		return ACT_MISMATCH;
+	if (row->status_code == IDEM_COMPLETED ||
+		(row->status_code == IDEM_FAILED && !row->retryable))
+		return ACT_REPLAY;
+	if (row->status_code == IDEM_PROCESSING && row->locked_until > now)
+		return ACT_IN_PROGRESS;
+	if (row->status_code == IDEM_PROCESSING && !reclaim)
+		return ACT_STALE;
+	return ACT_TAKEOVER;
 }
 
 /*
@@ -365,37 +405,179 @@ ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, Datum *args, const char *argnulls,
 	return IdemExecute(stmt, a->nspid, args, argnulls, false, 0) > 0;
 }
 
+/* The key's row as it is now, allocated in mcxt */
+static void
+ReadKeyRow(IdemClaimArgs *a, IdemRow *row, MemoryContext mcxt)
+{
+	Datum		args[2];
+
+	args[0] = PointerGetDatum(a->scope);
+	args[1] = PointerGetDatum(a->key);
+	IdemExecute(IDEM_STMT_SELECT, a->nspid, args, NULL, false, 1);
+	IdemReadRow(row, mcxt);
+}
+
+/* The request differs from the one the key was first claimed with */
+static void
+ReportMismatch(IdemClaimArgs *a)
+{
+	IdemStatsAdd(IDEM_STAT_MISMATCH, 1);
+	ereport(ERROR,
+			(errcode(ERRCODE_IDEM_REQUEST_MISMATCH),
+			 errmsg("idempotency key was already used with a different request"),
+			 errdetail("Key \"%s\" in scope \"%s\" was first claimed with another request.",
+					   IdemKeyForMessage(a->key), IdemKeyForMessage(a->scope)),
+			 errhint("Send the original request again, or use a new key for a new request.")));
+}
+
+/*
+ * Write the key's row for an INSERT, RENEW or TAKEOVER action, guarded by
+ * the token read (ClaimWrite takes the locks and draws the new token).
+ * Returns whether a row was written; *busy as ClaimWrite sets it.  On
+ * success the statement's RETURNING row is in SPI_tuptable.
+ */
+static bool
+WriteClaim(IdemClaimArgs *a, ClaimAction act, const IdemRow *row,
+		   TimestampTz lease_end, TimestampTz expires_at, bool reclaim, bool *busy)
+{
+	IdemStmt	stmt;
+	Datum		args[9];
+	char		argnulls[9];
+	int			token_arg;
+
+	memset(argnulls, ' ', sizeof(argnulls));
+	args[0] = PointerGetDatum(a->scope);
+	args[1] = PointerGetDatum(a->key);
+	args[3] = TimestampTzGetDatum(a->now);
+	args[4] = TimestampTzGetDatum(lease_end);
+	args[5] = TimestampTzGetDatum(expires_at);
+	if (act == ACT_TAKEOVER)
+	{
+		stmt = IDEM_STMT_TAKEOVER;
+		args[2] = Int64GetDatum(row->token);
+		args[6] = BoolGetDatum(reclaim);
+		token_arg = 7;
+	}
+	else
+	{
+		args[2] = a->hash ? PointerGetDatum(a->hash) : (Datum) 0;
+		argnulls[2] = a->hash ? ' ' : 'n';
+		if (act == ACT_INSERT)
+		{
+			stmt = IDEM_STMT_INSERT;
+			token_arg = 6;
+		}
+		else
+		{
+			stmt = IDEM_STMT_RENEW;
+			args[6] = Int64GetDatum(row->token);
+			args[7] = BoolGetDatum(reclaim);
+			token_arg = 8;
+		}
+	}
+	return ClaimWrite(a, stmt, args, argnulls, token_arg, busy);
+}
+
+/* Set one result column (not null) */
+static void
+SetResult(Datum *values, bool *nulls, int col, Datum value)
+{
+	values[col] = value;
+	nulls[col] = false;
+}
+
+/*
+ * The result of a claim that only read: replay (the stored response),
+ * in_progress (when to retry) or stale (how far the holder got).
+ */
+static void
+PackRead(IdemOutcome outcome, const IdemRow *row, TimestampTz now,
+		 MemoryContext callcxt, Datum *values, bool *nulls)
+{
+	MemoryContext oldcxt;
+
+	SetResult(values, nulls, CLAIM_STATUS, row->status);
+	if (outcome == IDEM_OUTCOME_REPLAY)
+	{
+		if (!row->response_code_null)
+			SetResult(values, nulls, CLAIM_RESPONSE_CODE, Int32GetDatum(row->response_code));
+		if (row->response != (Datum) 0)
+			SetResult(values, nulls, CLAIM_RESPONSE, row->response);
+	}
+	else if (outcome == IDEM_OUTCOME_IN_PROGRESS)
+	{
+		oldcxt = MemoryContextSwitchTo(callcxt);
+		SetResult(values, nulls, CLAIM_RETRY_AFTER,
+				  DirectFunctionCall2(timestamp_mi,
+									  TimestampTzGetDatum(row->locked_until),
+									  TimestampTzGetDatum(now)));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	else if (outcome == IDEM_OUTCOME_STALE && row->recovery_point != NULL)
+		SetResult(values, nulls, CLAIM_RECOVERY_POINT, PointerGetDatum(row->recovery_point));
+}
+
+/*
+ * The result of a claim that wrote the key's row (new, reclaimed), from
+ * the write's RETURNING token, status; remembered for this transaction.
+ */
+static void
+PackWritten(IdemClaimArgs *a, IdemOutcome outcome, const IdemRow *row,
+			MemoryContext callcxt, Datum *values, bool *nulls)
+{
+	bool		isnull;
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	int64		token = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+	MemoryContext oldcxt;
+
+	oldcxt = MemoryContextSwitchTo(callcxt);	/* int8 may be by reference */
+	SetResult(values, nulls, CLAIM_TOKEN, Int64GetDatum(token));
+	MemoryContextSwitchTo(oldcxt);
+	SetResult(values, nulls, CLAIM_STATUS, SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+	if (outcome == IDEM_OUTCOME_RECLAIMED && row->recovery_point != NULL)
+		SetResult(values, nulls, CLAIM_RECOVERY_POINT, PointerGetDatum(row->recovery_point));
+	IdemRememberClaim(a->scope, a->key, token);
+}
+
+/* wait => false, and another open transaction is writing the key */
+static void
+PackBusy(TupleDesc desc, MemoryContext callcxt, Datum *values, bool *nulls)
+{
+	MemoryContext oldcxt;
+
+	SetResult(values, nulls, CLAIM_STATUS, ProcessingStatus(desc));
+	oldcxt = MemoryContextSwitchTo(callcxt);
+	SetResult(values, nulls, CLAIM_RETRY_AFTER,
+			  IntervalPGetDatum(IdemSecondsInterval(CLAIM_UNCOMMITTED_RETRY_SECONDS)));
+	MemoryContextSwitchTo(oldcxt);
+}
+
 /*
  * Claim (scope, key) or find what is there, filling values/nulls in the
  * layout of idem_claim's result (desc).  The caller has checked the
  * arguments and is connected to SPI; pass-by-reference results are
- * allocated in callcxt.  Returns the outcome; with a->probe set, NULL when
- * the key has no row (then nothing was written or counted).
+ * allocated in callcxt.  Returns the outcome; with a->probe set,
+ * IDEM_OUTCOME_NONE when the key has no row (then nothing was written or
+ * counted).  Each round reads the row, decides (DecideClaim) and acts; a
+ * write that finds the row changed since it was read starts a new round.
  */
-const char *
+IdemOutcome
 IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 		  Datum *values, bool *nulls)
 {
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
-	TimestampTz now = a->now;
-	TimestampTz lease_end = IdemTimePlus(now, a->lease);
+	TimestampTz lease_end = IdemTimePlus(a->now, a->lease);
 	TimestampTz expires_at = IdemTimePlus(lease_end, a->retention);
-	text	   *key = a->key;
-	text	   *scope = a->scope;
-	bytea	   *hash = a->hash;
-	const char *outcome = NULL;
+	IdemOutcome outcome = IDEM_OUTCOME_NONE;
 	bool		busy = false;
 	IdemRow		row;
-	MemoryContext oldcxt;		/* results go to callcxt: SPI_finish frees SPI's */
+	MemoryContext oldcxt;
 
 	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
 
-	for (int round = 0; outcome == NULL && !busy; round++)
+	for (int round = 0; outcome == IDEM_OUTCOME_NONE; round++)
 	{
-		Datum		args[9];
-		char		argnulls[9];
-		bool		expired;
-		bool		written;
+		ClaimAction act;
 
 		CHECK_FOR_INTERRUPTS();
 		if (round >= CLAIM_MAX_ROUNDS)
@@ -403,155 +585,51 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not claim idempotency key: it kept changing"),
 					 errdetail("Key \"%s\" in scope \"%s\" changed %d times while it was being claimed.",
-							   IdemKeyForMessage(key), IdemKeyForMessage(scope), round),
+							   IdemKeyForMessage(a->key), IdemKeyForMessage(a->scope), round),
 					 errhint("Retry the transaction.")));
 
-		args[0] = PointerGetDatum(scope);
-		args[1] = PointerGetDatum(key);
-		IdemExecute(IDEM_STMT_SELECT, a->nspid, args, NULL, false, 1);
-		IdemReadRow(&row, callcxt);
+		ReadKeyRow(a, &row, callcxt);
 		if (a->probe && !row.found)
-			return NULL;		/* the caller writes the key itself */
+			return IDEM_OUTCOME_NONE;	/* the caller writes the key itself */
 
-		expired = row.found && row.expires_at <= now &&
-			(reclaim || row.status_code != IDEM_PROCESSING);
-
-		if (row.found && !expired)
+		act = DecideClaim(&row, a->hash, a->now, reclaim);
+		switch (act)
 		{
-			if (!SameRequest(row.request_hash, hash))
-			{
-				IdemStatsAdd(IDEM_STAT_MISMATCH, 1);
-				ereport(ERROR,
-						(errcode(ERRCODE_IDEM_REQUEST_MISMATCH),
-						 errmsg("idempotency key was already used with a different request"),
-						 errdetail("Key \"%s\" in scope \"%s\" was first claimed with another request.",
-								   IdemKeyForMessage(key), IdemKeyForMessage(scope)),
-						 errhint("Send the original request again, or use a new key for a new request.")));
-			}
-
-			if (row.status_code == IDEM_COMPLETED ||
-				(row.status_code == IDEM_FAILED && !row.retryable))
-			{
-				outcome = "replay";
-				values[CLAIM_STATUS] = row.status;
-				nulls[CLAIM_STATUS] = false;
-				if (!row.response_code_null)
-				{
-					values[CLAIM_RESPONSE_CODE] = Int32GetDatum(row.response_code);
-					nulls[CLAIM_RESPONSE_CODE] = false;
-				}
-				if (row.response != (Datum) 0)
-				{
-					values[CLAIM_RESPONSE] = row.response;
-					nulls[CLAIM_RESPONSE] = false;
-				}
+			case ACT_MISMATCH:
+				ReportMismatch(a);
 				break;
-			}
-			if (row.status_code == IDEM_PROCESSING && row.locked_until > now)
-			{
-				outcome = "in_progress";
-				values[CLAIM_STATUS] = row.status;
-				nulls[CLAIM_STATUS] = false;
-				oldcxt = MemoryContextSwitchTo(callcxt);
-				values[CLAIM_RETRY_AFTER] =
-					DirectFunctionCall2(timestamp_mi,
-										TimestampTzGetDatum(row.locked_until),
-										TimestampTzGetDatum(now));
-				MemoryContextSwitchTo(oldcxt);
-				nulls[CLAIM_RETRY_AFTER] = false;
+			case ACT_REPLAY:
+				outcome = IDEM_OUTCOME_REPLAY;
 				break;
-			}
-			if (row.status_code == IDEM_PROCESSING && !reclaim)
-			{
-				outcome = "stale";
-				values[CLAIM_STATUS] = row.status;
-				nulls[CLAIM_STATUS] = false;
-				if (row.recovery_point != NULL)
-				{
-					values[CLAIM_RECOVERY_POINT] = PointerGetDatum(row.recovery_point);
-					nulls[CLAIM_RECOVERY_POINT] = false;
-				}
+			case ACT_IN_PROGRESS:
+				outcome = IDEM_OUTCOME_IN_PROGRESS;
 				break;
-			}
-			/* failed and retryable, or lease ran out: take it over below */
-		}
-
-		memset(argnulls, ' ', sizeof(argnulls));
-		if (!row.found || expired)
-		{
-			args[2] = hash ? PointerGetDatum(hash) : (Datum) 0;
-			argnulls[2] = hash ? ' ' : 'n';
-			args[3] = TimestampTzGetDatum(now);
-			args[4] = TimestampTzGetDatum(lease_end);
-			args[5] = TimestampTzGetDatum(expires_at);
-			if (!row.found)
-				written = ClaimWrite(a, IDEM_STMT_INSERT, args, argnulls, 6, &busy);
-			else
-			{
-				args[6] = Int64GetDatum(row.token);
-				args[7] = BoolGetDatum(reclaim);
-				written = ClaimWrite(a, IDEM_STMT_RENEW, args, argnulls, 8, &busy);
-			}
-			if (busy)
+			case ACT_STALE:
+				outcome = IDEM_OUTCOME_STALE;
 				break;
-			if (!written)
-				continue;		/* a claim committed meanwhile: read it */
-			outcome = "new";
-		}
-		else
-		{
-			args[2] = Int64GetDatum(row.token);
-			args[3] = TimestampTzGetDatum(now);
-			args[4] = TimestampTzGetDatum(lease_end);
-			args[5] = TimestampTzGetDatum(expires_at);
-			args[6] = BoolGetDatum(reclaim);
-			written = ClaimWrite(a, IDEM_STMT_TAKEOVER, args, argnulls, 7, &busy);
-			if (busy)
+			case ACT_INSERT:
+			case ACT_RENEW:
+			case ACT_TAKEOVER:
+				if (WriteClaim(a, act, &row, lease_end, expires_at, reclaim, &busy))
+					outcome = act == ACT_TAKEOVER ? IDEM_OUTCOME_RECLAIMED : IDEM_OUTCOME_NEW;
+				else if (busy)
+					outcome = IDEM_OUTCOME_IN_PROGRESS;
+				/* else a claim committed meanwhile: read it */
 				break;
-			if (!written)
-				continue;
-			outcome = "reclaimed";
-			if (row.recovery_point != NULL)
-			{
-				values[CLAIM_RECOVERY_POINT] = PointerGetDatum(row.recovery_point);
-				nulls[CLAIM_RECOVERY_POINT] = false;
-			}
-		}
-
-		/* new or reclaimed: RETURNING token, status */
-		{
-			bool		isnull;
-			HeapTuple	tup = SPI_tuptable->vals[0];
-			int64		token = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-
-			oldcxt = MemoryContextSwitchTo(callcxt);	/* int8 may be by reference */
-			values[CLAIM_TOKEN] = Int64GetDatum(token);
-			MemoryContextSwitchTo(oldcxt);
-			nulls[CLAIM_TOKEN] = false;
-			values[CLAIM_STATUS] = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull);
-			nulls[CLAIM_STATUS] = false;
-			IdemRememberClaim(scope, key, token);
 		}
 	}
 
 	if (busy)
-	{
-		/* wait => false, and another open transaction holds the key */
-		outcome = "in_progress";
-		values[CLAIM_STATUS] = ProcessingStatus(desc);
-		nulls[CLAIM_STATUS] = false;
-		oldcxt = MemoryContextSwitchTo(callcxt);
-		values[CLAIM_RETRY_AFTER] =
-			IntervalPGetDatum(IdemSecondsInterval(CLAIM_UNCOMMITTED_RETRY_SECONDS));
-		MemoryContextSwitchTo(oldcxt);
-		nulls[CLAIM_RETRY_AFTER] = false;
-	}
+		PackBusy(desc, callcxt, values, nulls);
+	else if (outcome == IDEM_OUTCOME_NEW || outcome == IDEM_OUTCOME_RECLAIMED)
+		PackWritten(a, outcome, &row, callcxt, values, nulls);
+	else
+		PackRead(outcome, &row, a->now, callcxt, values, nulls);
 
-	IdemStatsAdd(OutcomeStat(outcome), 1);
+	IdemStatsAdd(outcomes[outcome].stat, 1);
 	oldcxt = MemoryContextSwitchTo(callcxt);
-	values[CLAIM_OUTCOME] = CStringGetTextDatum(outcome);
+	SetResult(values, nulls, CLAIM_OUTCOME, CStringGetTextDatum(outcomes[outcome].name));
 	MemoryContextSwitchTo(oldcxt);
-	nulls[CLAIM_OUTCOME] = false;
 	return outcome;
 }
 

@@ -561,7 +561,8 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		return false;
 
 	/* the enum status is passed by value; the rest must outlive SPI_finish */
-	values[CLAIM_OUTCOME] = PointerGetDatum(MemoryContextStrdupText(callcxt, "new"));
+	values[CLAIM_OUTCOME] = PointerGetDatum(MemoryContextStrdupText(callcxt,
+																	IdemOutcomeName(IDEM_OUTCOME_NEW)));
 	nulls[CLAIM_OUTCOME] = false;
 	values[CLAIM_TOKEN] = Int64DatumInContext(callcxt, token);
 	nulls[CLAIM_TOKEN] = false;
@@ -655,7 +656,7 @@ static void
 ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 			   TupleDesc desc, MemoryContext callcxt, Datum *values, bool *nulls)
 {
-	const char *outcome;
+	IdemOutcome outcome;
 	int			level;
 	Datum		response;
 
@@ -664,7 +665,7 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	outcome = IdemClaim(a, desc, callcxt, values, nulls);
 	AtEOXact_GUC(true, level);
 
-	if (outcome == NULL)
+	if (outcome == IDEM_OUTCOME_NONE)
 	{
 		/*
 		 * No row: the short way, with the key's lock, unless another
@@ -687,7 +688,7 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		outcome = IdemClaim(a, desc, callcxt, values, nulls);
 		AtEOXact_GUC(true, level);
 	}
-	if (strcmp(outcome, "new") != 0 && strcmp(outcome, "reclaimed") != 0)
+	if (outcome != IDEM_OUTCOME_NEW && outcome != IDEM_OUTCOME_RECLAIMED)
 		return;
 
 	/* The work, under the caller's search_path and privileges */

@@ -143,7 +143,7 @@ typedef struct IdemClaimArgs
 	Interval   *lease;
 	Interval   *retention;
 	bool		wait;
-	bool		probe;			/* return NULL, writing nothing, if no row */
+	bool		probe;			/* IDEM_OUTCOME_NONE, writing nothing, if no row */
 	Oid			nspid;
 	TimestampTz now;			/* the time the claim is made at */
 } IdemClaimArgs;
@@ -152,8 +152,21 @@ extern void IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname,
 							  int keyarg, int requestarg, int scopearg,
 							  Interval *lease, Interval *retention, bool wait,
 							  IdemClaimArgs *a);
-extern const char *IdemClaim(IdemClaimArgs *a, TupleDesc desc,
+/* What a claim answers (idem_claim's outcome column) */
+typedef enum IdemOutcome
+{
+	IDEM_OUTCOME_NONE = -1,		/* a probe found no row */
+	IDEM_OUTCOME_NEW,
+	IDEM_OUTCOME_REPLAY,
+	IDEM_OUTCOME_IN_PROGRESS,
+	IDEM_OUTCOME_RECLAIMED,
+	IDEM_OUTCOME_STALE,
+	IDEM_NUM_OUTCOMES
+} IdemOutcome;
+
+extern IdemOutcome IdemClaim(IdemClaimArgs *a, TupleDesc desc,
 							 MemoryContext callcxt, Datum *values, bool *nulls);
+extern const char *IdemOutcomeName(IdemOutcome outcome);
 extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
 extern void IdemClaimInit(void);
 
