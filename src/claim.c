@@ -272,13 +272,11 @@ LockKeyHere(IdemStmt stmt, int64 id)
 static bool
 LockKeyRouted(IdemClaimArgs *a, IdemStmt stmt, int64 id)
 {
-	Datum		args[3];
+	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
 	bool		isnull;
 
-	args[0] = PointerGetDatum(a->scope);
-	args[1] = PointerGetDatum(a->key);
-	args[2] = Int64GetDatum(id);
-	IdemExecute(stmt, a->nspid, args, NULL, false, 0);
+	IdemArg(&args, IDEM_PARAM_LOCK_ID, Int64GetDatum(id));
+	IdemExecute(stmt, a->nspid, &args, false, 0);
 	return stmt == IDEM_STMT_LOCK_KEY ||
 		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
@@ -321,11 +319,9 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 static bool
 TryLockRow(IdemClaimArgs *a)
 {
-	Datum		args[2];
+	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
 
-	args[0] = PointerGetDatum(a->scope);
-	args[1] = PointerGetDatum(a->key);
-	return IdemExecute(IDEM_STMT_TRY_LOCK_ROW, a->nspid, args, NULL, false, 0) > 0;
+	return IdemExecute(IDEM_STMT_TRY_LOCK_ROW, a->nspid, &args, false, 0) > 0;
 }
 
 /*
@@ -340,8 +336,7 @@ TryLockRow(IdemClaimArgs *a)
  * meanwhile leaves the row to this claim.
  */
 static bool
-PolicyCheckedInsert(IdemClaimArgs *a, Datum *args, const char *argnulls,
-					bool *busy)
+PolicyCheckedInsert(IdemClaimArgs *a, const IdemArgs *args, bool *busy)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -356,7 +351,7 @@ PolicyCheckedInsert(IdemClaimArgs *a, Datum *args, const char *argnulls,
 
 		(void) set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
-		written = IdemExecute(IDEM_STMT_INSERT, a->nspid, args, argnulls, false, 0) > 0;
+		written = IdemExecute(IDEM_STMT_INSERT, a->nspid, args, false, 0) > 0;
 		AtEOXact_GUC(true, level);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
@@ -383,14 +378,12 @@ PolicyCheckedInsert(IdemClaimArgs *a, Datum *args, const char *argnulls,
 
 /*
  * Run one of a claim's writes, after taking the key's lock (and, for an
- * update with wait => false, the row's), with a new token as argument
- * token_arg; returns whether it changed a row.  Sets *busy, writing
- * nothing, when wait => false finds either lock held by another
- * transaction.
+ * update with wait => false, the row's), with a new token as :new_token;
+ * returns whether it changed a row.  Sets *busy, writing nothing, when
+ * wait => false finds either lock held by another transaction.
  */
 static bool
-ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, Datum *args, const char *argnulls,
-		   int token_arg, bool *busy)
+ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
 {
 	bool		policy_check;
 
@@ -399,22 +392,20 @@ ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, Datum *args, const char *argnulls,
 	policy_check = *busy && stmt == IDEM_STMT_INSERT && IdemRlsApplies(a->nspid);
 	if (*busy && !policy_check)
 		return false;
-	args[token_arg] = Int64GetDatum(IdemNextToken(a->nspid));
+	IdemArg(args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(a->nspid)));
 	if (policy_check)
-		return PolicyCheckedInsert(a, args, argnulls, busy);
-	return IdemExecute(stmt, a->nspid, args, argnulls, false, 0) > 0;
+		return PolicyCheckedInsert(a, args, busy);
+	return IdemExecute(stmt, a->nspid, args, false, 0) > 0;
 }
 
-/* The key's row as it is now, allocated in mcxt */
+/* The key's row as it is now */
 static void
-ReadKeyRow(IdemClaimArgs *a, IdemRow *row, MemoryContext mcxt)
+ReadKeyRow(IdemClaimArgs *a, IdemRow *row)
 {
-	Datum		args[2];
+	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
 
-	args[0] = PointerGetDatum(a->scope);
-	args[1] = PointerGetDatum(a->key);
-	IdemExecute(IDEM_STMT_SELECT, a->nspid, args, NULL, false, 1);
-	IdemReadRow(row, mcxt);
+	IdemExecute(IDEM_STMT_SELECT, a->nspid, &args, false, 1);
+	IdemReadRow(row, CurrentMemoryContext);
 }
 
 /* The request differs from the one the key was first claimed with */
@@ -440,42 +431,17 @@ static bool
 WriteClaim(IdemClaimArgs *a, ClaimAction act, const IdemRow *row,
 		   TimestampTz lease_end, TimestampTz expires_at, bool reclaim, bool *busy)
 {
-	IdemStmt	stmt;
-	Datum		args[9];
-	char		argnulls[9];
-	int			token_arg;
+	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
+	IdemStmt	stmt = act == ACT_INSERT ? IDEM_STMT_INSERT :
+		act == ACT_RENEW ? IDEM_STMT_RENEW : IDEM_STMT_TAKEOVER;
 
-	memset(argnulls, ' ', sizeof(argnulls));
-	args[0] = PointerGetDatum(a->scope);
-	args[1] = PointerGetDatum(a->key);
-	args[3] = TimestampTzGetDatum(a->now);
-	args[4] = TimestampTzGetDatum(lease_end);
-	args[5] = TimestampTzGetDatum(expires_at);
-	if (act == ACT_TAKEOVER)
-	{
-		stmt = IDEM_STMT_TAKEOVER;
-		args[2] = Int64GetDatum(row->token);
-		args[6] = BoolGetDatum(reclaim);
-		token_arg = 7;
-	}
-	else
-	{
-		args[2] = a->hash ? PointerGetDatum(a->hash) : (Datum) 0;
-		argnulls[2] = a->hash ? ' ' : 'n';
-		if (act == ACT_INSERT)
-		{
-			stmt = IDEM_STMT_INSERT;
-			token_arg = 6;
-		}
-		else
-		{
-			stmt = IDEM_STMT_RENEW;
-			args[6] = Int64GetDatum(row->token);
-			args[7] = BoolGetDatum(reclaim);
-			token_arg = 8;
-		}
-	}
-	return ClaimWrite(a, stmt, args, argnulls, token_arg, busy);
+	IdemArgPtr(&args, IDEM_PARAM_REQUEST_HASH, a->hash);
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
+	IdemArg(&args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(lease_end));
+	IdemArg(&args, IDEM_PARAM_EXPIRES_AT, TimestampTzGetDatum(expires_at));
+	IdemArg(&args, IDEM_PARAM_TOKEN, Int64GetDatum(row->token));
+	IdemArg(&args, IDEM_PARAM_RECLAIM, BoolGetDatum(reclaim));
+	return ClaimWrite(a, stmt, &args, busy);
 }
 
 /* Set one result column (not null) */
@@ -492,10 +458,8 @@ SetResult(Datum *values, bool *nulls, int col, Datum value)
  */
 static void
 PackRead(IdemOutcome outcome, const IdemRow *row, TimestampTz now,
-		 MemoryContext callcxt, Datum *values, bool *nulls)
+		 Datum *values, bool *nulls)
 {
-	MemoryContext oldcxt;
-
 	SetResult(values, nulls, CLAIM_STATUS, row->status);
 	if (outcome == IDEM_OUTCOME_REPLAY)
 	{
@@ -505,14 +469,10 @@ PackRead(IdemOutcome outcome, const IdemRow *row, TimestampTz now,
 			SetResult(values, nulls, CLAIM_RESPONSE, row->response);
 	}
 	else if (outcome == IDEM_OUTCOME_IN_PROGRESS)
-	{
-		oldcxt = MemoryContextSwitchTo(callcxt);
 		SetResult(values, nulls, CLAIM_RETRY_AFTER,
 				  DirectFunctionCall2(timestamp_mi,
 									  TimestampTzGetDatum(row->locked_until),
 									  TimestampTzGetDatum(now)));
-		MemoryContextSwitchTo(oldcxt);
-	}
 	else if (outcome == IDEM_OUTCOME_STALE && row->recovery_point != NULL)
 		SetResult(values, nulls, CLAIM_RECOVERY_POINT, PointerGetDatum(row->recovery_point));
 }
@@ -523,16 +483,13 @@ PackRead(IdemOutcome outcome, const IdemRow *row, TimestampTz now,
  */
 static void
 PackWritten(IdemClaimArgs *a, IdemOutcome outcome, const IdemRow *row,
-			MemoryContext callcxt, Datum *values, bool *nulls)
+			Datum *values, bool *nulls)
 {
 	bool		isnull;
 	HeapTuple	tup = SPI_tuptable->vals[0];
 	int64		token = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-	MemoryContext oldcxt;
 
-	oldcxt = MemoryContextSwitchTo(callcxt);	/* int8 may be by reference */
 	SetResult(values, nulls, CLAIM_TOKEN, Int64GetDatum(token));
-	MemoryContextSwitchTo(oldcxt);
 	SetResult(values, nulls, CLAIM_STATUS, SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
 	if (outcome == IDEM_OUTCOME_RECLAIMED && row->recovery_point != NULL)
 		SetResult(values, nulls, CLAIM_RECOVERY_POINT, PointerGetDatum(row->recovery_point));
@@ -541,29 +498,25 @@ PackWritten(IdemClaimArgs *a, IdemOutcome outcome, const IdemRow *row,
 
 /* wait => false, and another open transaction is writing the key */
 static void
-PackBusy(TupleDesc desc, MemoryContext callcxt, Datum *values, bool *nulls)
+PackBusy(TupleDesc desc, Datum *values, bool *nulls)
 {
-	MemoryContext oldcxt;
-
 	SetResult(values, nulls, CLAIM_STATUS, ProcessingStatus(desc));
-	oldcxt = MemoryContextSwitchTo(callcxt);
 	SetResult(values, nulls, CLAIM_RETRY_AFTER,
 			  IntervalPGetDatum(IdemSecondsInterval(CLAIM_UNCOMMITTED_RETRY_SECONDS)));
-	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
  * Claim (scope, key) or find what is there, filling values/nulls in the
  * layout of idem_claim's result (desc).  The caller has checked the
  * arguments and is connected to SPI; pass-by-reference results are
- * allocated in callcxt.  Returns the outcome; with a->probe set,
+ * allocated in SPI's memory, so the caller forms its result row before
+ * SPI_finish (SPI_returntuple).  Returns the outcome; with a->probe set,
  * IDEM_OUTCOME_NONE when the key has no row (then nothing was written or
  * counted).  Each round reads the row, decides (DecideClaim) and acts; a
  * write that finds the row changed since it was read starts a new round.
  */
 IdemOutcome
-IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
-		  Datum *values, bool *nulls)
+IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 {
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
 	TimestampTz lease_end = IdemTimePlus(a->now, a->lease);
@@ -571,7 +524,6 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 	IdemOutcome outcome = IDEM_OUTCOME_NONE;
 	bool		busy = false;
 	IdemRow		row;
-	MemoryContext oldcxt;
 
 	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
 
@@ -588,7 +540,7 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 							   IdemKeyForMessage(a->key), IdemKeyForMessage(a->scope), round),
 					 errhint("Retry the transaction.")));
 
-		ReadKeyRow(a, &row, callcxt);
+		ReadKeyRow(a, &row);
 		if (a->probe && !row.found)
 			return IDEM_OUTCOME_NONE;	/* the caller writes the key itself */
 
@@ -620,16 +572,14 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, MemoryContext callcxt,
 	}
 
 	if (busy)
-		PackBusy(desc, callcxt, values, nulls);
+		PackBusy(desc, values, nulls);
 	else if (outcome == IDEM_OUTCOME_NEW || outcome == IDEM_OUTCOME_RECLAIMED)
-		PackWritten(a, outcome, &row, callcxt, values, nulls);
+		PackWritten(a, outcome, &row, values, nulls);
 	else
-		PackRead(outcome, &row, a->now, callcxt, values, nulls);
+		PackRead(outcome, &row, a->now, values, nulls);
 
 	IdemStatsAdd(outcomes[outcome].stat, 1);
-	oldcxt = MemoryContextSwitchTo(callcxt);
 	SetResult(values, nulls, CLAIM_OUTCOME, CStringGetTextDatum(outcomes[outcome].name));
-	MemoryContextSwitchTo(oldcxt);
 	return outcome;
 }
 
@@ -672,9 +622,9 @@ idem_claim(PG_FUNCTION_ARGS)
 {
 	IdemClaimArgs a;
 	TupleDesc	desc;
-	MemoryContext callcxt;
 	Datum		values[IDEM_CLAIM_NCOLUMNS];
 	bool		nulls[IDEM_CLAIM_NCOLUMNS];
+	HeapTupleHeader result;
 
 	IdemClaimArgsFrom(fcinfo, "idem_claim", 0, 1, 2,
 					  PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3),
@@ -686,14 +636,12 @@ idem_claim(PG_FUNCTION_ARGS)
 				 errmsg("wait must not be null"),
 				 IdemErrdetailKey(a.key, a.scope)));
 
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	desc = BlessTupleDesc(desc);
+	desc = IdemResultDesc(fcinfo);
 
-	callcxt = CurrentMemoryContext;		/* results must outlive SPI_finish */
 	SPI_connect();
-	IdemClaim(&a, desc, callcxt, values, nulls);
+	IdemClaim(&a, desc, values, nulls);
+	/* the result row, copied out of SPI's memory before SPI_finish */
+	result = SPI_returntuple(heap_form_tuple(desc, values, nulls), desc);
 	SPI_finish();
-
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	PG_RETURN_HEAPTUPLEHEADER(result);
 }

@@ -406,10 +406,10 @@ CheckPlannedKind(ExecPlan *ep, IdemClaimArgs *a)
 
 /*
  * Run the caller's statement, under the caller's search_path, and return
- * its result row as jsonb, allocated in callcxt ((Datum) 0 for none).
+ * its result row as jsonb ((Datum) 0 for none), in SPI's memory.
  */
 static Datum
-RunStatement(ExecStatement *st, IdemClaimArgs *a, MemoryContext callcxt)
+RunStatement(ExecStatement *st, IdemClaimArgs *a)
 {
 	Datum		response = (Datum) 0;
 	int			rc;
@@ -430,35 +430,21 @@ RunStatement(ExecStatement *st, IdemClaimArgs *a, MemoryContext callcxt)
 				 errhint("Its result row is the stored response; return one row, or none.")));
 	if (SPI_processed == 1)
 	{
-		MemoryContext old = MemoryContextSwitchTo(callcxt);
-
 		response = RowToJsonb(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
-		MemoryContextSwitchTo(old);
 		IdemCheckResponse(response, a->key, a->scope);
 	}
 	return response;
 }
 
-/* A text value of a C string, allocated in mcxt */
-static text *
-MemoryContextStrdupText(MemoryContext mcxt, const char *str)
+/* The response code and response to store ((Datum) 0: no response) */
+static void
+SetResponseArgs(IdemArgs *args, Datum code, bool code_null, Datum response)
 {
-	MemoryContext old = MemoryContextSwitchTo(mcxt);
-	text	   *result = cstring_to_text(str);
-
-	MemoryContextSwitchTo(old);
-	return result;
-}
-
-/* An int8 Datum allocated in mcxt if int8 is passed by reference there */
-static Datum
-Int64DatumInContext(MemoryContext mcxt, int64 value)
-{
-	MemoryContext old = MemoryContextSwitchTo(mcxt);
-	Datum		result = Int64GetDatum(value);
-
-	MemoryContextSwitchTo(old);
-	return result;
+	if (code_null)
+		IdemArgNull(args, IDEM_PARAM_RESPONSE_CODE);
+	else
+		IdemArg(args, IDEM_PARAM_RESPONSE_CODE, code);
+	IdemArgPtr(args, IDEM_PARAM_RESPONSE, DatumGetPointer(response));
 }
 
 /* May this transaction start one more subtransaction for a new key? */
@@ -482,7 +468,7 @@ NewKeySubxactAllowed(void)
  */
 static bool
 ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
-			  MemoryContext callcxt, Datum *values, bool *nulls)
+			  Datum *values, bool *nulls)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -496,26 +482,19 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		Datum		args[8];
-		char		argnulls[8];
+		IdemArgs	args = IdemKeyArgs(a->scope, a->key);
 		int			level;
 
-		response = RunStatement(st, a, callcxt);
+		response = RunStatement(st, a);
 
 		level = PinSearchPath();
-		memset(argnulls, ' ', sizeof(argnulls));
-		args[0] = PointerGetDatum(a->scope);
-		args[1] = PointerGetDatum(a->key);
-		args[2] = a->hash ? PointerGetDatum(a->hash) : (Datum) 0;
-		argnulls[2] = a->hash ? ' ' : 'n';
-		args[3] = TimestampTzGetDatum(a->now);
-		args[4] = TimestampTzGetDatum(IdemTimePlus(a->now, a->retention));
-		args[5] = code;
-		argnulls[5] = code_null ? 'n' : ' ';
-		args[6] = response;
-		argnulls[6] = response ? ' ' : 'n';
-		args[7] = Int64GetDatum(IdemNextToken(a->nspid));
-		if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a->nspid, args, argnulls, false, 0) != 1)
+		IdemArgPtr(&args, IDEM_PARAM_REQUEST_HASH, a->hash);
+		IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
+		IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
+				TimestampTzGetDatum(IdemTimePlus(a->now, a->retention)));
+		SetResponseArgs(&args, code, code_null, response);
+		IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(a->nspid)));
+		if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a->nspid, &args, false, 0) != 1)
 			elog(ERROR, "INSERT of idempotency key did not return its row");
 		{
 			bool		isnull;
@@ -560,11 +539,9 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	if (!inserted)
 		return false;
 
-	/* the enum status is passed by value; the rest must outlive SPI_finish */
-	values[CLAIM_OUTCOME] = PointerGetDatum(MemoryContextStrdupText(callcxt,
-																	IdemOutcomeName(IDEM_OUTCOME_NEW)));
+	values[CLAIM_OUTCOME] = CStringGetTextDatum(IdemOutcomeName(IDEM_OUTCOME_NEW));
 	nulls[CLAIM_OUTCOME] = false;
-	values[CLAIM_TOKEN] = Int64DatumInContext(callcxt, token);
+	values[CLAIM_TOKEN] = Int64GetDatum(token);
 	nulls[CLAIM_TOKEN] = false;
 	values[CLAIM_STATUS] = status;
 	nulls[CLAIM_STATUS] = false;
@@ -584,12 +561,10 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 static void
 ReportClaimLost(IdemClaimArgs *a)
 {
-	Datum		args[2];
+	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
 	bool		gone;
 
-	args[0] = PointerGetDatum(a->scope);
-	args[1] = PointerGetDatum(a->key);
-	gone = IdemExecute(IDEM_STMT_SELECT, a->nspid, args, NULL, false, 1) == 0;
+	gone = IdemExecute(IDEM_STMT_SELECT, a->nspid, &args, false, 1) == 0;
 	ereport(ERROR,
 			(errcode(gone ? ERRCODE_IDEM_KEY_NOT_FOUND : ERRCODE_IDEM_NOT_PROCESSING),
 			 errmsg("the statement given to idem_execute %s its own idempotency key",
@@ -606,24 +581,17 @@ static Datum
 CompleteClaim(IdemClaimArgs *a, Datum token, Datum code, bool code_null,
 			  Datum response)
 {
-	Datum		args[7];
-	char		argnulls[7];
+	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
 	int			level = PinSearchPath();
 	bool		isnull;
 	Datum		status;
 	TimestampTz now = GetCurrentTimestamp();
 
-	args[0] = PointerGetDatum(a->scope);
-	args[1] = PointerGetDatum(a->key);
-	args[2] = token;
-	args[3] = TimestampTzGetDatum(now);
-	args[4] = code;
-	args[5] = response;
-	args[6] = Float8GetDatum(IdemEpochSeconds(now));
-	memset(argnulls, ' ', sizeof(argnulls));
-	argnulls[4] = code_null ? 'n' : ' ';
-	argnulls[5] = response ? ' ' : 'n';
-	if (IdemExecute(IDEM_STMT_COMPLETE, a->nspid, args, argnulls, false, 0) == 0)
+	IdemArg(&args, IDEM_PARAM_TOKEN, token);
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
+	IdemArg(&args, IDEM_PARAM_NOW_EPOCH, Float8GetDatum(IdemEpochSeconds(now)));
+	SetResponseArgs(&args, code, code_null, response);
+	if (IdemExecute(IDEM_STMT_COMPLETE, a->nspid, &args, false, 0) == 0)
 		ReportClaimLost(a);
 	status = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	AtEOXact_GUC(true, level);
@@ -654,7 +622,7 @@ KeyRowWriteCertain(Oid nspid)
  */
 static void
 ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
-			   TupleDesc desc, MemoryContext callcxt, Datum *values, bool *nulls)
+			   TupleDesc desc, Datum *values, bool *nulls)
 {
 	IdemOutcome outcome;
 	int			level;
@@ -662,7 +630,7 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 
 	level = PinSearchPath();
 	a->probe = NewKeySubxactAllowed() && KeyRowWriteCertain(a->nspid);
-	outcome = IdemClaim(a, desc, callcxt, values, nulls);
+	outcome = IdemClaim(a, desc, values, nulls);
 	AtEOXact_GUC(true, level);
 
 	if (outcome == IDEM_OUTCOME_NONE)
@@ -676,7 +644,7 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		if (IdemLockKey(a, false))
 		{
 			AtEOXact_GUC(true, level);
-			if (ExecuteNewKey(a, st, code, code_null, callcxt, values, nulls))
+			if (ExecuteNewKey(a, st, code, code_null, values, nulls))
 				return;
 			level = PinSearchPath();
 		}
@@ -685,14 +653,14 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		AtEOXact_GUC(true, level);
 		a->probe = false;
 		level = PinSearchPath();
-		outcome = IdemClaim(a, desc, callcxt, values, nulls);
+		outcome = IdemClaim(a, desc, values, nulls);
 		AtEOXact_GUC(true, level);
 	}
 	if (outcome != IDEM_OUTCOME_NEW && outcome != IDEM_OUTCOME_RECLAIMED)
 		return;
 
 	/* The work, under the caller's search_path and privileges */
-	response = RunStatement(st, a, callcxt);
+	response = RunStatement(st, a);
 	values[CLAIM_STATUS] = CompleteClaim(a, values[CLAIM_TOKEN], code, code_null, response);
 	values[CLAIM_RESPONSE_CODE] = code;
 	nulls[CLAIM_RESPONSE_CODE] = code_null;
@@ -713,14 +681,13 @@ idem_execute(PG_FUNCTION_ARGS)
 {
 	IdemClaimArgs a;
 	TupleDesc	desc;
-	MemoryContext callcxt = CurrentMemoryContext;
 	Datum		values[IDEM_CLAIM_NCOLUMNS];
 	bool		nulls[IDEM_CLAIM_NCOLUMNS];
 	ExecStatement st;
 	char	   *sql;
-	int			level;
 	bool		code_null = PG_ARGISNULL(3);
 	Datum		code = code_null ? (Datum) 0 : PG_GETARG_DATUM(3);
+	int			level;
 	HeapTupleHeader result;
 
 	if (PG_ARGISNULL(4))
@@ -731,9 +698,7 @@ idem_execute(PG_FUNCTION_ARGS)
 	sql = text_to_cstring(PG_GETARG_TEXT_PP(4));
 	st.nargs = StatementArgs(fcinfo, st.values, st.nulls, st.types);
 
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	desc = BlessTupleDesc(desc);
+	desc = IdemResultDesc(fcinfo);
 
 	level = PinSearchPath();
 	IdemClaimArgsFrom(fcinfo, "idem_execute", 0, 1, 2, NULL, NULL, true, &a);
@@ -744,14 +709,14 @@ idem_execute(PG_FUNCTION_ARGS)
 	st.plan->pins++;
 	PG_TRY();
 	{
-		ExecuteClaimed(&a, &st, code, code_null, desc, callcxt, values, nulls);
+		ExecuteClaimed(&a, &st, code, code_null, desc, values, nulls);
 	}
 	PG_FINALLY();
 	{
 		st.plan->pins--;
 	}
 	PG_END_TRY();
-	/* the result row, formed in the caller's memory before SPI_finish */
+	/* the result row, copied out of SPI's memory before SPI_finish */
 	result = SPI_returntuple(heap_form_tuple(desc, values, nulls), desc);
 	SPI_finish();
 	PG_RETURN_HEAPTUPLEHEADER(result);

@@ -96,11 +96,11 @@ Distributed(Oid nspid)
 
 /* Run an expiry statement on the table (relation NULL) or on one shard */
 static int
-ExpireOn(IdemStmt stmt, Oid nspid, const char *relation, Datum *args)
+ExpireOn(IdemStmt stmt, Oid nspid, const char *relation, const IdemArgs *args)
 {
 	if (relation == NULL)
-		return IdemExecute(stmt, nspid, args, NULL, false, 0);
-	return IdemExecuteOn(stmt, relation, args, NULL);
+		return IdemExecute(stmt, nspid, args, false, 0);
+	return IdemExecuteOn(stmt, relation, args);
 }
 
 /*
@@ -116,7 +116,7 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 				IdemExpireResult *result)
 {
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
-	Datum		args[3];
+	IdemArgs	args = {.given = 0};
 	int64		done[3] = {0, 0, 0};	/* expired, deleted, rekeyed */
 	const IdemStmt steps[3] = {IDEM_STMT_EXPIRE_STALE, IDEM_STMT_EXPIRE_DELETE,
 	IDEM_STMT_EXPIRE_REKEY};
@@ -133,8 +133,8 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 	else
 		targets = list_make1(NULL);
 
-	args[0] = TimestampTzGetDatum(now);
-	args[2] = BoolGetDatum(reclaim);
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
+	IdemArg(&args, IDEM_PARAM_RECLAIM, BoolGetDatum(reclaim));
 	foreach(lc, targets)
 	{
 		const char *relation = (const char *) lfirst(lc);
@@ -147,8 +147,8 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 				continue;
 			if (steps[i] == IDEM_STMT_EXPIRE_REKEY && !IdemKeysHaveDueAt(nspid))
 				continue;		/* a 0.2.0 table, not updated yet */
-			args[1] = Int64GetDatum(batch_size - total);
-			n = ExpireOn(steps[i], nspid, relation, args);
+			IdemArg(&args, IDEM_PARAM_BATCH_SIZE, Int64GetDatum(batch_size - total));
+			n = ExpireOn(steps[i], nspid, relation, &args);
 			done[i] += n;
 			total += n;
 		}

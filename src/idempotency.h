@@ -95,19 +95,94 @@ typedef struct IdemRow
 	TimestampTz expires_at;
 } IdemRow;
 
+/*
+ * The parameters of the statements on idempotency_keys, by name.  A
+ * statement's text names them as :name (store.c gives each its type); a
+ * caller sets the ones it has in an IdemArgs, and running a statement with
+ * one of its parameters not set is an error.  A new column is one entry
+ * here and the :name in the statements that write it.
+ */
+typedef enum IdemParam
+{
+	IDEM_PARAM_SCOPE,			/* text */
+	IDEM_PARAM_KEY,				/* text */
+	IDEM_PARAM_REQUEST_HASH,	/* bytea, may be null */
+	IDEM_PARAM_NOW,				/* timestamptz */
+	IDEM_PARAM_NOW_EPOCH,		/* now in Unix epoch seconds, float8 */
+	IDEM_PARAM_LEASE_END,		/* timestamptz */
+	IDEM_PARAM_LEASE_END_EPOCH, /* the same in Unix epoch seconds, float8 */
+	IDEM_PARAM_EXPIRES_AT,		/* timestamptz */
+	IDEM_PARAM_TOKEN,			/* int8: the token the row must have */
+	IDEM_PARAM_NEW_TOKEN,		/* int8: the token written */
+	IDEM_PARAM_RESPONSE_CODE,	/* int4, may be null */
+	IDEM_PARAM_RESPONSE,		/* jsonb, may be null */
+	IDEM_PARAM_RETRYABLE,		/* bool */
+	IDEM_PARAM_RECLAIM,			/* bool: stale_policy is reclaim */
+	IDEM_PARAM_RECOVERY_POINT,	/* text, may be null */
+	IDEM_PARAM_LOCK_ID,			/* int8: the key lock's id */
+	IDEM_PARAM_BATCH_SIZE,		/* int8: rows at most */
+	IDEM_NUM_PARAMS
+} IdemParam;
+
+typedef struct IdemArgs
+{
+	Datum		value[IDEM_NUM_PARAMS];
+	bool		isnull[IDEM_NUM_PARAMS];
+	uint32		given;			/* bit (1 << p) set: parameter p was set */
+} IdemArgs;
+
+/* Set a parameter */
+static inline void
+IdemArg(IdemArgs *args, IdemParam p, Datum value)
+{
+	args->value[p] = value;
+	args->isnull[p] = false;
+	args->given |= UINT32_C(1) << p;
+}
+
+/* Set a parameter to NULL */
+static inline void
+IdemArgNull(IdemArgs *args, IdemParam p)
+{
+	args->value[p] = (Datum) 0;
+	args->isnull[p] = true;
+	args->given |= UINT32_C(1) << p;
+}
+
+/* Set a parameter to a pass-by-reference value, NULL for SQL NULL */
+static inline void
+IdemArgPtr(IdemArgs *args, IdemParam p, const void *ptr)
+{
+	if (ptr == NULL)
+		IdemArgNull(args, p);
+	else
+		IdemArg(args, p, PointerGetDatum(ptr));
+}
+
+/* Arguments holding a key and its scope, nothing else yet */
+static inline IdemArgs
+IdemKeyArgs(text *scope, text *key)
+{
+	IdemArgs	args = {.given = 0};
+
+	IdemArg(&args, IDEM_PARAM_SCOPE, PointerGetDatum(scope));
+	IdemArg(&args, IDEM_PARAM_KEY, PointerGetDatum(key));
+	return args;
+}
+
 /* store.c */
 extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
-extern SPIPlanPtr IdemPlan(IdemStmt stmt, Oid nspid);
+extern TupleDesc IdemResultDesc(FunctionCallInfo fcinfo);
 extern Oid	IdemKeysRelid(Oid nspid);
 extern bool IdemKeysHaveDueAt(Oid nspid);
 extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
 extern double IdemEpochSeconds(TimestampTz t);
-extern int	IdemExecute(IdemStmt stmt, Oid nspid, Datum *values,
-						const char *nulls, bool read_only, long count);
-extern int	IdemExecuteOn(IdemStmt stmt, const char *relation, Datum *values,
-						  const char *nulls);
+extern int	IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args,
+						bool read_only, long count);
+extern int	IdemExecuteOn(IdemStmt stmt, const char *relation,
+						  const IdemArgs *args);
 extern void IdemReadRow(IdemRow *row, MemoryContext mcxt);
 extern void IdemValidateKey(text *key, const char *what);
 extern void IdemGetKeyArgs(FunctionCallInfo fcinfo, int keyarg, int scopearg,
@@ -164,8 +239,8 @@ typedef enum IdemOutcome
 	IDEM_NUM_OUTCOMES
 } IdemOutcome;
 
-extern IdemOutcome IdemClaim(IdemClaimArgs *a, TupleDesc desc,
-							 MemoryContext callcxt, Datum *values, bool *nulls);
+extern IdemOutcome IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values,
+							 bool *nulls);
 extern const char *IdemOutcomeName(IdemOutcome outcome);
 extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
 extern void IdemClaimInit(void);

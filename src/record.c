@@ -83,14 +83,12 @@ GetHolderCall(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 static void
 ReportNoMatch(KeyCall *call)
 {
-	Datum		args[2];
+	IdemArgs	args = IdemKeyArgs(call->scope, call->key);
 	IdemRow		row;
 	char	   *key = IdemKeyForMessage(call->key);
 	char	   *scope = IdemKeyForMessage(call->scope);
 
-	args[0] = PointerGetDatum(call->scope);
-	args[1] = PointerGetDatum(call->key);
-	IdemExecute(IDEM_STMT_SELECT, call->nspid, args, NULL, false, 1);
+	IdemExecute(IDEM_STMT_SELECT, call->nspid, &args, false, 1);
 	IdemReadRow(&row, CurrentMemoryContext);
 
 	if (!row.found)
@@ -124,22 +122,41 @@ ReportNoMatch(KeyCall *call)
 }
 
 /*
- * Run a holder's guarded statement; report why when it matched nothing.
- * Returns with SPI still connected.
+ * Run a holder's guarded statement, with args besides the key, scope and
+ * token; report why when it matched nothing.  Returns with SPI still
+ * connected.
  */
 static void
-ExecuteHolderCall(KeyCall *call, IdemStmt stmt, Datum *args, const char *nulls)
+ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args)
 {
 	if (!call->token_given)
 	{
 		ReportNoMatch(call);	/* does not return */
 		return;
 	}
-	args[0] = PointerGetDatum(call->scope);
-	args[1] = PointerGetDatum(call->key);
-	args[2] = Int64GetDatum(call->token);
-	if (IdemExecute(stmt, call->nspid, args, nulls, false, 0) == 0)
+	IdemArg(args, IDEM_PARAM_SCOPE, PointerGetDatum(call->scope));
+	IdemArg(args, IDEM_PARAM_KEY, PointerGetDatum(call->key));
+	IdemArg(args, IDEM_PARAM_TOKEN, Int64GetDatum(call->token));
+	if (IdemExecute(stmt, call->nspid, args, false, 0) == 0)
 		ReportNoMatch(call);
+}
+
+/* A nullable argument of the call as the statement parameter p */
+static void
+ArgOrNull(IdemArgs *args, IdemParam p, FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		IdemArgNull(args, p);
+	else
+		IdemArg(args, p, PG_GETARG_DATUM(argno));
+}
+
+/* Now, as both parameters that stand for it */
+static void
+NowArgs(IdemArgs *args, TimestampTz now)
+{
+	IdemArg(args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
+	IdemArg(args, IDEM_PARAM_NOW_EPOCH, Float8GetDatum(IdemEpochSeconds(now)));
 }
 
 /*
@@ -149,22 +166,17 @@ Datum
 idem_complete(PG_FUNCTION_ARGS)
 {
 	KeyCall		call;
-	Datum		args[7];
-	char		nulls[7] = "       ";
-	TimestampTz now = GetCurrentTimestamp();
+	IdemArgs	args = {.given = 0};
 
 	GetHolderCall(fcinfo, "idem_complete", 0, 3, 4, &call);
-	args[3] = TimestampTzGetDatum(now);
-	args[6] = Float8GetDatum(IdemEpochSeconds(now));
-	args[4] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
-	nulls[4] = PG_ARGISNULL(1) ? 'n' : ' ';
-	args[5] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[5] = PG_ARGISNULL(2) ? 'n' : ' ';
+	NowArgs(&args, GetCurrentTimestamp());
+	ArgOrNull(&args, IDEM_PARAM_RESPONSE_CODE, fcinfo, 1);
+	ArgOrNull(&args, IDEM_PARAM_RESPONSE, fcinfo, 2);
 	if (!PG_ARGISNULL(2))
-		IdemCheckResponse(args[5], call.key, call.scope);
+		IdemCheckResponse(PG_GETARG_DATUM(2), call.key, call.scope);
 
 	SPI_connect();
-	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, args, nulls);
+	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, &args);
 	SPI_finish();
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 	PG_RETURN_VOID();
@@ -177,9 +189,7 @@ Datum
 idem_fail(PG_FUNCTION_ARGS)
 {
 	KeyCall		call;
-	Datum		args[8];
-	char		nulls[8] = "        ";
-	TimestampTz now = GetCurrentTimestamp();
+	IdemArgs	args = {.given = 0};
 
 	GetHolderCall(fcinfo, "idem_fail", 0, 1, 2, &call);
 	if (PG_ARGISNULL(5))
@@ -187,18 +197,15 @@ idem_fail(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("retryable must not be null"),
 				 IdemErrdetailKey(call.key, call.scope)));
-	args[3] = TimestampTzGetDatum(now);
-	args[4] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
-	nulls[4] = PG_ARGISNULL(3) ? 'n' : ' ';
-	args[5] = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
-	nulls[5] = PG_ARGISNULL(4) ? 'n' : ' ';
-	args[6] = PG_GETARG_DATUM(5);
+	NowArgs(&args, GetCurrentTimestamp());
+	ArgOrNull(&args, IDEM_PARAM_RESPONSE_CODE, fcinfo, 3);
+	ArgOrNull(&args, IDEM_PARAM_RESPONSE, fcinfo, 4);
+	IdemArg(&args, IDEM_PARAM_RETRYABLE, PG_GETARG_DATUM(5));
 	if (!PG_ARGISNULL(4))
-		IdemCheckResponse(args[5], call.key, call.scope);
-	args[7] = Float8GetDatum(IdemEpochSeconds(now));
+		IdemCheckResponse(PG_GETARG_DATUM(4), call.key, call.scope);
 
 	SPI_connect();
-	ExecuteHolderCall(&call, IDEM_STMT_FAIL, args, nulls);
+	ExecuteHolderCall(&call, IDEM_STMT_FAIL, &args);
 	SPI_finish();
 	IdemStatsAdd(IDEM_STAT_FAIL, 1);
 	PG_RETURN_VOID();
@@ -211,7 +218,7 @@ Datum
 idem_heartbeat(PG_FUNCTION_ARGS)
 {
 	KeyCall		call;
-	Datum		args[6];
+	IdemArgs	args = {.given = 0};
 	Interval   *lease;
 	TimestampTz now;
 	TimestampTz until;
@@ -222,12 +229,12 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 	now = GetCurrentTimestamp();
 	IdemCheckInterval(lease, "lease", now, call.key, call.scope);
 	until = IdemTimePlus(now, lease);
-	args[3] = TimestampTzGetDatum(now);
-	args[4] = TimestampTzGetDatum(until);
-	args[5] = Float8GetDatum(IdemEpochSeconds(until));
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
+	IdemArg(&args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(until));
+	IdemArg(&args, IDEM_PARAM_LEASE_END_EPOCH, Float8GetDatum(IdemEpochSeconds(until)));
 
 	SPI_connect();
-	ExecuteHolderCall(&call, IDEM_STMT_HEARTBEAT, args, NULL);
+	ExecuteHolderCall(&call, IDEM_STMT_HEARTBEAT, &args);
 	until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
 											  SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
@@ -241,12 +248,12 @@ Datum
 idem_release(PG_FUNCTION_ARGS)
 {
 	KeyCall		call;
-	Datum		args[3];
+	IdemArgs	args = {.given = 0};
 
 	GetHolderCall(fcinfo, "idem_release", 0, 1, 2, &call);
 
 	SPI_connect();
-	ExecuteHolderCall(&call, IDEM_STMT_RELEASE, args, NULL);
+	ExecuteHolderCall(&call, IDEM_STMT_RELEASE, &args);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -258,16 +265,14 @@ Datum
 idem_checkpoint(PG_FUNCTION_ARGS)
 {
 	KeyCall		call;
-	Datum		args[5];
-	char		nulls[5] = "     ";
+	IdemArgs	args = {.given = 0};
 
 	GetHolderCall(fcinfo, "idem_checkpoint", 0, 2, 3, &call);
-	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
-	args[4] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
-	nulls[4] = PG_ARGISNULL(1) ? 'n' : ' ';
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(GetCurrentTimestamp()));
+	ArgOrNull(&args, IDEM_PARAM_RECOVERY_POINT, fcinfo, 1);
 
 	SPI_connect();
-	ExecuteHolderCall(&call, IDEM_STMT_CHECKPOINT, args, nulls);
+	ExecuteHolderCall(&call, IDEM_STMT_CHECKPOINT, &args);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -283,8 +288,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 {
 	KeyCall		call;
 	char	   *action;
-	Datum		args[7];
-	char		nulls[7] = "       ";
+	IdemArgs	args;
 	IdemStmt	stmt;
 	TimestampTz now = GetCurrentTimestamp();
 
@@ -308,21 +312,19 @@ idem_resolve(PG_FUNCTION_ARGS)
 				 errhint("The action is 'fail' or 'release'.")));
 	PreventCommandIfReadOnly("idem_resolve()");
 
-	args[0] = PointerGetDatum(call.scope);
-	args[1] = PointerGetDatum(call.key);
-	args[2] = TimestampTzGetDatum(now);
-	args[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
-	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
-	args[4] = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
-	nulls[4] = PG_ARGISNULL(4) ? 'n' : ' ';
+	args = IdemKeyArgs(call.scope, call.key);
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
+	ArgOrNull(&args, IDEM_PARAM_RESPONSE_CODE, fcinfo, 3);
+	ArgOrNull(&args, IDEM_PARAM_RESPONSE, fcinfo, 4);
 	if (!PG_ARGISNULL(4))
-		IdemCheckResponse(args[4], call.key, call.scope);
-	args[5] = TimestampTzGetDatum(IdemTimePlus(now, IdemSecondsInterval(idem_retention_seconds)));
+		IdemCheckResponse(PG_GETARG_DATUM(4), call.key, call.scope);
+	IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
+			TimestampTzGetDatum(IdemTimePlus(now, IdemSecondsInterval(idem_retention_seconds))));
 
 	SPI_connect();
 	if (stmt == IDEM_STMT_RESOLVE_FAIL)
-		args[6] = Int64GetDatum(IdemNextToken(call.nspid));
-	if (IdemExecute(stmt, call.nspid, args, nulls, false, 0) == 0)
+		IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(call.nspid)));
+	if (IdemExecute(stmt, call.nspid, &args, false, 0) == 0)
 	{
 		/* token_given with a token no row has: reports missing or state */
 		call.token_given = true;
@@ -330,7 +332,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 		{
 			IdemRow		row;
 
-			IdemExecute(IDEM_STMT_SELECT, call.nspid, args, NULL, false, 1);
+			IdemExecute(IDEM_STMT_SELECT, call.nspid, &args, false, 1);
 			IdemReadRow(&row, CurrentMemoryContext);
 			if (row.found)
 				call.token = row.token;
@@ -352,7 +354,7 @@ idem_lookup(PG_FUNCTION_ARGS)
 	if (SRF_IS_FIRSTCALL())
 	{
 		KeyCall		call;
-		Datum		args[2];
+		IdemArgs	args;
 		MemoryContext old;
 		TupleDesc	desc;
 
@@ -365,10 +367,9 @@ idem_lookup(PG_FUNCTION_ARGS)
 		funcctx->tuple_desc = BlessTupleDesc(desc);
 		MemoryContextSwitchTo(old);
 
-		args[0] = PointerGetDatum(call.scope);
-		args[1] = PointerGetDatum(call.key);
+		args = IdemKeyArgs(call.scope, call.key);
 		SPI_connect();
-		if (IdemExecute(IDEM_STMT_LOOKUP, call.nspid, args, NULL, true, 1) > 0)
+		if (IdemExecute(IDEM_STMT_LOOKUP, call.nspid, &args, true, 1) > 0)
 		{
 			old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
 			funcctx->user_fctx = heap_copytuple(SPI_tuptable->vals[0]);

@@ -10,7 +10,8 @@
  * and kept with SPI_keepplan; the plan cache replans it when the table
  * changes.  Statement texts name the extension's schema explicitly and
  * schema-qualify every operator and function, so they mean the same thing
- * whatever the caller's search_path.
+ * whatever the caller's search_path.  They name their parameters (:token,
+ * :lease_end, ...); callers pass values by those names (IdemArgs).
  *
  *-------------------------------------------------------------------------
  */
@@ -21,6 +22,8 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "commands/sequence.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -36,13 +39,36 @@
 #include "compat.h"
 #include "idempotency.h"
 
-/* One saved statement: its text (with %1$s for the schema) and arguments */
-typedef struct IdemStmtDef
+/*
+ * The statements' parameters: each statement's text names them as :name,
+ * numbered $1, $2, ... in order of first use when it is prepared.
+ */
+static const struct
 {
-	const char *sql;
-	int			nargs;
-	Oid			argtypes[9];
-} IdemStmtDef;
+	const char *name;
+	Oid			type;
+}			params[IDEM_NUM_PARAMS] = {
+	[IDEM_PARAM_SCOPE] = {"scope", TEXTOID},
+	[IDEM_PARAM_KEY] = {"key", TEXTOID},
+	[IDEM_PARAM_REQUEST_HASH] = {"request_hash", BYTEAOID},
+	[IDEM_PARAM_NOW] = {"now", TIMESTAMPTZOID},
+	[IDEM_PARAM_NOW_EPOCH] = {"now_epoch", FLOAT8OID},
+	[IDEM_PARAM_LEASE_END] = {"lease_end", TIMESTAMPTZOID},
+	[IDEM_PARAM_LEASE_END_EPOCH] = {"lease_end_epoch", FLOAT8OID},
+	[IDEM_PARAM_EXPIRES_AT] = {"expires_at", TIMESTAMPTZOID},
+	[IDEM_PARAM_TOKEN] = {"token", INT8OID},
+	[IDEM_PARAM_NEW_TOKEN] = {"new_token", INT8OID},
+	[IDEM_PARAM_RESPONSE_CODE] = {"response_code", INT4OID},
+	[IDEM_PARAM_RESPONSE] = {"response", JSONBOID},
+	[IDEM_PARAM_RETRYABLE] = {"retryable", BOOLOID},
+	[IDEM_PARAM_RECLAIM] = {"reclaim", BOOLOID},
+	[IDEM_PARAM_RECOVERY_POINT] = {"recovery_point", TEXTOID},
+	[IDEM_PARAM_LOCK_ID] = {"lock_id", INT8OID},
+	[IDEM_PARAM_BATCH_SIZE] = {"batch_size", INT8OID},
+};
+
+/* Parameters one statement uses at most */
+#define STMT_MAX_PARAMS 10
 
 /* The table, schema-qualified (or, for expiry on Citus, one of its shards) */
 #define KEYS	"%1$s"
@@ -50,21 +76,20 @@ typedef struct IdemStmtDef
 #define NE		" OPERATOR(pg_catalog.<>) "
 #define LE		" OPERATOR(pg_catalog.<=) "
 #define GT		" OPERATOR(pg_catalog.>) "
-#define PLUS	" OPERATOR(pg_catalog.+) "
-#define MINUS	" OPERATOR(pg_catalog.-) "
-#define WHERE_KEY	" WHERE scope" EQ "$1 AND key" EQ "$2"
+#define WHERE_KEY	" WHERE scope" EQ ":scope AND key" EQ ":key"
+#define AND_TOKEN	" AND token" EQ ":token"
 
 /*
- * "now + the retention this row keeps", where $n is now in Unix epoch
+ * "now + the retention this row keeps", where epoch is now in Unix epoch
  * seconds: a processing row keeps expires_at = locked_until + retention.
  * Every function in it is IMMUTABLE, unlike timestamptz + interval (STABLE),
  * which Citus refuses over columns in an UPDATE; and it is exact to the
  * microsecond (float8 epoch seconds carry about 0.2 us until the year 2242,
  * and to_timestamp rounds to the microsecond).
  */
-#define SHIFTED_EXPIRY(n) \
-	"pg_catalog.to_timestamp(" n " OPERATOR(pg_catalog.+) pg_catalog.date_part('epoch'," \
-	" expires_at" MINUS "locked_until))"
+#define SHIFTED_EXPIRY(epoch) \
+	"pg_catalog.to_timestamp(" epoch " OPERATOR(pg_catalog.+) pg_catalog.date_part('epoch'," \
+	" expires_at OPERATOR(pg_catalog.-) locked_until))"
 
 /*
  * "The row is processing", for statements that find one row by its key.
@@ -89,137 +114,119 @@ typedef struct IdemStmtDef
 #define DUE_AT_NO_LATER_THAN(expr) \
 	" due_at = LEAST(due_at, " expr ")"
 
-static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
-	[IDEM_STMT_SELECT] = {
-		"SELECT status, CASE WHEN status" EQ "'processing' THEN 0"
-		" WHEN status" EQ "'completed' THEN 1 ELSE 2 END,"
-		" request_hash, response_code, response, token, locked_until,"
-		" recovery_point, retryable, expires_at"
-		" FROM " KEYS WHERE_KEY,
-		2, {TEXTOID, TEXTOID}
-	},
+/* Expiry's rows: due now, at most :batch_size of them, none a live transaction holds */
+#define DUE_ROWS(cond) \
+	"(SELECT scope, key FROM " KEYS " WHERE due_at" LE ":now AND " cond \
+	" ORDER BY due_at LIMIT :batch_size FOR UPDATE SKIP LOCKED) AS due" \
+	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key"
+
+static const char *const stmt_sql[IDEM_NUM_STMTS] = {
+	[IDEM_STMT_SELECT] =
+	"SELECT status, CASE WHEN status" EQ "'processing' THEN 0"
+	" WHEN status" EQ "'completed' THEN 1 ELSE 2 END AS status_code,"
+	" request_hash, response_code, response, token, locked_until,"
+	" recovery_point, retryable, expires_at"
+	" FROM " KEYS WHERE_KEY,
+
 	/*
 	 * Every value is computed in C and passed as a parameter (no nextval(),
 	 * no time arithmetic in SQL), so that on a distributed table Citus can
-	 * route each statement to the key's shard.  $3 request hash, $4 now,
-	 * $5 lease end, $6 expires_at, $7 token.
+	 * route each statement to the key's shard.
 	 */
-	[IDEM_STMT_INSERT] = {
-		"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"
-		" created_at, updated_at, expires_at, request_hash, due_at)"
-		" VALUES ($1, $2, 'processing', $7, $5, $4, $4, $6, $3, $5)"
-		" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
-		7, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
-	},
+	[IDEM_STMT_INSERT] =
+	"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"
+	" created_at, updated_at, expires_at, request_hash, due_at)"
+	" VALUES (:scope, :key, 'processing', :new_token, :lease_end,"
+	" :now, :now, :expires_at, :request_hash, :lease_end)"
+	" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
+
 	/*
 	 * Take over a failed-retryable key, or a processing one whose lease ran
-	 * out ($7: stale policy is reclaim).  $3 is the token seen, so a claim
-	 * that changed the row in between makes this a no-op.  $5 lease end,
-	 * $6 expires_at, $8 the new token.
+	 * out (when :reclaim).  :token is the token seen, so a claim that
+	 * changed the row in between makes this a no-op.
 	 */
-	[IDEM_STMT_TAKEOVER] = {
-		"UPDATE " KEYS " SET status = 'processing', token = $8,"
-		" locked_until = $5, expires_at = $6, due_at = $5,"
-		" retryable = true, response_code = NULL, response = NULL, updated_at = $4"
-		WHERE_KEY " AND token" EQ "$3 AND expires_at" GT "$4"
-		" AND ((status" EQ "'failed' AND retryable)"
-		" OR ($7 AND status" EQ "'processing' AND locked_until" LE "$4))"
-		" RETURNING token, status, recovery_point",
-		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID, INT8OID}
-	},
-	/*
-	 * Start afresh on a row past expires_at ($8: may replace processing);
-	 * $7 the token seen, $9 the new token.
-	 */
-	[IDEM_STMT_RENEW] = {
-		"UPDATE " KEYS " SET status = 'processing', token = $9,"
-		" locked_until = $5, expires_at = $6, due_at = $5,"
-		" created_at = $4, updated_at = $4, request_hash = $3, retryable = true,"
-		" response_code = NULL, response = NULL, recovery_point = NULL"
-		WHERE_KEY " AND token" EQ "$7 AND expires_at" LE "$4"
-		" AND ($8 OR status" NE "'processing')"
-		" RETURNING token, status",
-		9, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, BOOLOID, INT8OID}
-	},
+	[IDEM_STMT_TAKEOVER] =
+	"UPDATE " KEYS " SET status = 'processing', token = :new_token,"
+	" locked_until = :lease_end, expires_at = :expires_at, due_at = :lease_end,"
+	" retryable = true, response_code = NULL, response = NULL, updated_at = :now"
+	WHERE_KEY AND_TOKEN " AND expires_at" GT ":now"
+	" AND ((status" EQ "'failed' AND retryable)"
+	" OR (:reclaim AND status" EQ "'processing' AND locked_until" LE ":now))"
+	" RETURNING token, status, recovery_point",
+
+	/* Start afresh on a row past expires_at (a processing one when :reclaim) */
+	[IDEM_STMT_RENEW] =
+	"UPDATE " KEYS " SET status = 'processing', token = :new_token,"
+	" locked_until = :lease_end, expires_at = :expires_at, due_at = :lease_end,"
+	" created_at = :now, updated_at = :now, request_hash = :request_hash, retryable = true,"
+	" response_code = NULL, response = NULL, recovery_point = NULL"
+	WHERE_KEY AND_TOKEN " AND expires_at" LE ":now"
+	" AND (:reclaim OR status" NE "'processing')"
+	" RETURNING token, status",
+
 	/*
 	 * Record results.  A processing row keeps expires_at = locked_until +
 	 * retention, so the retention its claim asked for carries over here.
 	 * The new expires_at is written twice: SET expressions see the old row.
 	 */
-	[IDEM_STMT_COMPLETE] = {
-		"UPDATE " KEYS " SET status = 'completed', response_code = $5, response = $6,"
-		" expires_at = " SHIFTED_EXPIRY("$7") ","
-		DUE_AT_NO_LATER_THAN(SHIFTED_EXPIRY("$7")) ","
-		" locked_until = NULL, updated_at = $4"
-		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING
-		" RETURNING status",
-		7, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, FLOAT8OID}
-	},
-	[IDEM_STMT_FAIL] = {
-		"UPDATE " KEYS " SET status = 'failed', retryable = $7, response_code = $5, response = $6,"
-		" expires_at = " SHIFTED_EXPIRY("$8") ","
-		DUE_AT_NO_LATER_THAN(SHIFTED_EXPIRY("$8")) ","
-		" locked_until = NULL, updated_at = $4"
-		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING,
-		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, BOOLOID, FLOAT8OID}
-	},
-	/* $5 the new lease end, $6 the same in Unix epoch seconds */
-	[IDEM_STMT_HEARTBEAT] = {
-		"UPDATE " KEYS " SET locked_until = $5,"
-		" expires_at = " SHIFTED_EXPIRY("$6") ","
-		" updated_at = $4"
-		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING
-		" RETURNING locked_until",
-		6, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID}
-	},
-	[IDEM_STMT_RELEASE] = {
-		"DELETE FROM " KEYS WHERE_KEY " AND token" EQ "$3" AND_PROCESSING,
-		3, {TEXTOID, TEXTOID, INT8OID}
-	},
-	[IDEM_STMT_CHECKPOINT] = {
-		"UPDATE " KEYS " SET recovery_point = $5, updated_at = $4"
-		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING,
-		5, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID}
-	},
+	[IDEM_STMT_COMPLETE] =
+	"UPDATE " KEYS " SET status = 'completed', response_code = :response_code,"
+	" response = :response, expires_at = " SHIFTED_EXPIRY(":now_epoch") ","
+	DUE_AT_NO_LATER_THAN(SHIFTED_EXPIRY(":now_epoch")) ","
+	" locked_until = NULL, updated_at = :now"
+	WHERE_KEY AND_TOKEN AND_PROCESSING
+	" RETURNING status",
+
+	[IDEM_STMT_FAIL] =
+	"UPDATE " KEYS " SET status = 'failed', retryable = :retryable,"
+	" response_code = :response_code, response = :response,"
+	" expires_at = " SHIFTED_EXPIRY(":now_epoch") ","
+	DUE_AT_NO_LATER_THAN(SHIFTED_EXPIRY(":now_epoch")) ","
+	" locked_until = NULL, updated_at = :now"
+	WHERE_KEY AND_TOKEN AND_PROCESSING,
+
+	[IDEM_STMT_HEARTBEAT] =
+	"UPDATE " KEYS " SET locked_until = :lease_end,"
+	" expires_at = " SHIFTED_EXPIRY(":lease_end_epoch") ","
+	" updated_at = :now"
+	WHERE_KEY AND_TOKEN AND_PROCESSING
+	" RETURNING locked_until",
+
+	[IDEM_STMT_RELEASE] =
+	"DELETE FROM " KEYS WHERE_KEY AND_TOKEN AND_PROCESSING,
+
+	[IDEM_STMT_CHECKPOINT] =
+	"UPDATE " KEYS " SET recovery_point = :recovery_point, updated_at = :now"
+	WHERE_KEY AND_TOKEN AND_PROCESSING,
+
 	/* Operator settles a processing key; a new token fences the old holder */
-	/* $6 expires_at, $7 the new token */
-	[IDEM_STMT_RESOLVE_FAIL] = {
-		"UPDATE " KEYS " SET status = 'failed', retryable = false, token = $7,"
-		" response_code = $4, response = $5, locked_until = NULL,"
-		" updated_at = $3, expires_at = $6," DUE_AT_NO_LATER_THAN("$6")
-		WHERE_KEY AND_PROCESSING,
-		7, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, JSONBOID, TIMESTAMPTZOID, INT8OID}
-	},
-	[IDEM_STMT_RESOLVE_RELEASE] = {
-		"DELETE FROM " KEYS WHERE_KEY AND_PROCESSING,
-		2, {TEXTOID, TEXTOID}
-	},
-	[IDEM_STMT_LOOKUP] = {
-		"SELECT * FROM " KEYS WHERE_KEY,
-		2, {TEXTOID, TEXTOID}
-	},
+	[IDEM_STMT_RESOLVE_FAIL] =
+	"UPDATE " KEYS " SET status = 'failed', retryable = false, token = :new_token,"
+	" response_code = :response_code, response = :response, locked_until = NULL,"
+	" updated_at = :now, expires_at = :expires_at," DUE_AT_NO_LATER_THAN(":expires_at")
+	WHERE_KEY AND_PROCESSING,
+
+	[IDEM_STMT_RESOLVE_RELEASE] =
+	"DELETE FROM " KEYS WHERE_KEY AND_PROCESSING,
+
+	[IDEM_STMT_LOOKUP] =
+	"SELECT * FROM " KEYS WHERE_KEY,
+
 	/*
 	 * Expiry, one bounded batch at a time, each statement an index range
-	 * scan of due_at <= now ($1).  SKIP LOCKED: never wait behind a claim,
+	 * scan of due_at <= :now.  SKIP LOCKED: never wait behind a claim,
 	 * never touch a row a live transaction is using.
 	 */
-	[IDEM_STMT_EXPIRE_STALE] = {
-		"UPDATE " KEYS " AS k SET status = 'failed', retryable = true,"
-		" locked_until = NULL, updated_at = $1, due_at = k.expires_at"
-		" FROM (SELECT scope, key FROM " KEYS
-		" WHERE due_at" LE "$1 AND status" EQ "'processing' AND locked_until" LE "$1"
-		" ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
-		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
-		2, {TIMESTAMPTZOID, INT8OID}
-	},
-	/* $3: processing rows past expires_at go too (stale policy is reclaim) */
-	[IDEM_STMT_EXPIRE_DELETE] = {
-		"DELETE FROM " KEYS " AS k USING (SELECT scope, key FROM " KEYS
-		" WHERE due_at" LE "$1 AND expires_at" LE "$1 AND ($3 OR status" NE "'processing')"
-		" ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
-		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
-		3, {TIMESTAMPTZOID, INT8OID, BOOLOID}
-	},
+	[IDEM_STMT_EXPIRE_STALE] =
+	"UPDATE " KEYS " AS k SET status = 'failed', retryable = true,"
+	" locked_until = NULL, updated_at = :now, due_at = k.expires_at"
+	" FROM " DUE_ROWS("status" EQ "'processing' AND locked_until" LE ":now"),
+
+	/* processing rows past expires_at go too when :reclaim */
+	[IDEM_STMT_EXPIRE_DELETE] =
+	"DELETE FROM " KEYS " AS k USING "
+	DUE_ROWS("expires_at" LE ":now AND (:reclaim OR status" NE "'processing')"),
+
 	/*
 	 * Rows due that need nothing yet get their next due time: a claim's
 	 * lease end when it was extended, expires_at once it is completed or
@@ -227,64 +234,54 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
 	 * first, so that complete could leave due_at as it was).  A stale claim
 	 * held under stale_policy = hold stays due, for when the policy changes.
 	 */
-	[IDEM_STMT_EXPIRE_REKEY] = {
-		"UPDATE " KEYS " AS k SET due_at = CASE WHEN k.status" EQ "'processing'"
-		" THEN LEAST(k.locked_until, k.expires_at) ELSE k.expires_at END"
-		" FROM (SELECT scope, key FROM " KEYS
-		" WHERE due_at" LE "$1 AND expires_at" GT "$1"
-		" AND (status" NE "'processing' OR locked_until" GT "$1)"
-		" ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
-		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
-		2, {TIMESTAMPTZOID, INT8OID}
-	},
+	[IDEM_STMT_EXPIRE_REKEY] =
+	"UPDATE " KEYS " AS k SET due_at = CASE WHEN k.status" EQ "'processing'"
+	" THEN LEAST(k.locked_until, k.expires_at) ELSE k.expires_at END"
+	" FROM " DUE_ROWS("expires_at" GT ":now"
+					  " AND (status" NE "'processing' OR locked_until" GT ":now)"),
+
 	/*
 	 * The key's lock, taken before a claim writes the key's row, held to the
 	 * end of the transaction: a transaction-level advisory lock on a 64-bit
-	 * hash of (scope, key) ($3).  wait => false only tries it.  Read through
-	 * the key's row (count(*) always yields one row) so that, on a
-	 * distributed table, the statement runs where the row lives.
+	 * hash of (scope, key).  wait => false only tries it.  Read through the
+	 * key's row (count(*) always yields one row) so that, on a distributed
+	 * table, the statement runs where the row lives.
 	 */
-	[IDEM_STMT_LOCK_KEY] = {
-		"SELECT pg_catalog.pg_advisory_xact_lock($3), pg_catalog.count(*)"
-		" FROM " KEYS WHERE_KEY,
-		3, {TEXTOID, TEXTOID, INT8OID}
-	},
-	[IDEM_STMT_TRY_LOCK_KEY] = {
-		"SELECT pg_catalog.pg_try_advisory_xact_lock($3), pg_catalog.count(*)"
-		" FROM " KEYS WHERE_KEY,
-		3, {TEXTOID, TEXTOID, INT8OID}
-	},
+	[IDEM_STMT_LOCK_KEY] =
+	"SELECT pg_catalog.pg_advisory_xact_lock(:lock_id), pg_catalog.count(*)"
+	" FROM " KEYS WHERE_KEY,
+
+	[IDEM_STMT_TRY_LOCK_KEY] =
+	"SELECT pg_catalog.pg_try_advisory_xact_lock(:lock_id), pg_catalog.count(*)"
+	" FROM " KEYS WHERE_KEY,
+
 	/*
 	 * wait => false in a transaction that holds CLAIM_MAX_KEY_LOCKS already:
 	 * is the key's lock free?  Asked with a session-level try, released at
 	 * once (it shares the lock space with the transaction-level locks).
 	 */
-	[IDEM_STMT_PROBE_LOCK_KEY] = {
-		"SELECT CASE WHEN pg_catalog.pg_try_advisory_lock($3)"
-		" THEN pg_catalog.pg_advisory_unlock($3) ELSE false END, pg_catalog.count(*)"
-		" FROM " KEYS WHERE_KEY,
-		3, {TEXTOID, TEXTOID, INT8OID}
-	},
+	[IDEM_STMT_PROBE_LOCK_KEY] =
+	"SELECT CASE WHEN pg_catalog.pg_try_advisory_lock(:lock_id)"
+	" THEN pg_catalog.pg_advisory_unlock(:lock_id) ELSE false END, pg_catalog.count(*)"
+	" FROM " KEYS WHERE_KEY,
+
 	/* wait => false, before updating a row: lock it, or learn who holds it */
-	[IDEM_STMT_TRY_LOCK_ROW] = {
-		"SELECT token FROM " KEYS WHERE_KEY " FOR NO KEY UPDATE SKIP LOCKED",
-		2, {TEXTOID, TEXTOID}
-	},
+	[IDEM_STMT_TRY_LOCK_ROW] =
+	"SELECT token FROM " KEYS WHERE_KEY " FOR NO KEY UPDATE SKIP LOCKED",
+
 	/*
 	 * idem_execute's new key: the key row written once, completed, after
 	 * the caller's statement ran, in a subtransaction (execute.c).  A plain
 	 * INSERT: a key claimed meanwhile makes it wait for that claim and then
 	 * fail with unique_violation, which execute.c handles; no ON CONFLICT,
-	 * whose speculative insertion costs a WAL record more.  $3 request
-	 * hash, $4 now, $5 expires_at, $6 response code, $7 response, $8 token.
+	 * whose speculative insertion costs a WAL record more.
 	 */
-	[IDEM_STMT_INSERT_COMPLETED] = {
-		"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
-		" expires_at, request_hash, response_code, response, due_at)"
-		" VALUES ($1, $2, 'completed', $8, $4, $4, $5, $3, $6, $7, $5)"
-		" RETURNING token, status",
-		8, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, JSONBOID, INT8OID}
-	},
+	[IDEM_STMT_INSERT_COMPLETED] =
+	"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
+	" expires_at, request_hash, response_code, response, due_at)"
+	" VALUES (:scope, :key, 'completed', :new_token, :now, :now,"
+	" :expires_at, :request_hash, :response_code, :response, :expires_at)"
+	" RETURNING token, status",
 };
 
 /*
@@ -293,109 +290,114 @@ static const IdemStmtDef stmt_defs[IDEM_NUM_STMTS] = {
  * such a database between the package's upgrade and ALTER EXTENSION
  * idempotency UPDATE.  Expiry's re-keying has no counterpart there.
  */
-static const IdemStmtDef stmt_defs_v02[IDEM_NUM_STMTS] = {
-	[IDEM_STMT_INSERT] = {
-		"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"
-		" created_at, updated_at, expires_at, request_hash)"
-		" VALUES ($1, $2, 'processing', $7, $5, $4, $4, $6, $3)"
-		" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
-		7, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
-	},
-	[IDEM_STMT_TAKEOVER] = {
-		"UPDATE " KEYS " SET status = 'processing', token = $8,"
-		" locked_until = $5, expires_at = $6,"
-		" retryable = true, response_code = NULL, response = NULL, updated_at = $4"
-		WHERE_KEY " AND token" EQ "$3 AND expires_at" GT "$4"
-		" AND ((status" EQ "'failed' AND retryable)"
-		" OR ($7 AND status" EQ "'processing' AND locked_until" LE "$4))"
-		" RETURNING token, status, recovery_point",
-		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID, INT8OID}
-	},
-	[IDEM_STMT_RENEW] = {
-		"UPDATE " KEYS " SET status = 'processing', token = $9,"
-		" locked_until = $5, expires_at = $6,"
-		" created_at = $4, updated_at = $4, request_hash = $3, retryable = true,"
-		" response_code = NULL, response = NULL, recovery_point = NULL"
-		WHERE_KEY " AND token" EQ "$7 AND expires_at" LE "$4"
-		" AND ($8 OR status" NE "'processing')"
-		" RETURNING token, status",
-		9, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, BOOLOID, INT8OID}
-	},
-	[IDEM_STMT_COMPLETE] = {
-		"UPDATE " KEYS " SET status = 'completed', response_code = $5, response = $6,"
-		" expires_at = " SHIFTED_EXPIRY("$7") ","
-		" locked_until = NULL, updated_at = $4"
-		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING
-		" RETURNING status",
-		7, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, FLOAT8OID}
-	},
-	[IDEM_STMT_FAIL] = {
-		"UPDATE " KEYS " SET status = 'failed', retryable = $7, response_code = $5, response = $6,"
-		" expires_at = " SHIFTED_EXPIRY("$8") ","
-		" locked_until = NULL, updated_at = $4"
-		WHERE_KEY " AND token" EQ "$3" AND_PROCESSING,
-		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT4OID, JSONBOID, BOOLOID, FLOAT8OID}
-	},
-	[IDEM_STMT_RESOLVE_FAIL] = {
-		"UPDATE " KEYS " SET status = 'failed', retryable = false, token = $7,"
-		" response_code = $4, response = $5, locked_until = NULL,"
-		" updated_at = $3, expires_at = $6"
-		WHERE_KEY AND_PROCESSING,
-		7, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, JSONBOID, TIMESTAMPTZOID, INT8OID}
-	},
-	[IDEM_STMT_EXPIRE_STALE] = {
-		"UPDATE " KEYS " AS k SET status = 'failed', retryable = true,"
-		" locked_until = NULL, updated_at = $1"
-		" FROM (SELECT scope, key FROM " KEYS
-		" WHERE status" EQ "'processing' AND locked_until" LE "$1"
-		" ORDER BY locked_until LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
-		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
-		2, {TIMESTAMPTZOID, INT8OID}
-	},
-	[IDEM_STMT_EXPIRE_DELETE] = {
-		"DELETE FROM " KEYS " AS k USING (SELECT scope, key FROM " KEYS
-		" WHERE expires_at" LE "$1 AND ($3 OR status" NE "'processing')"
-		" ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) AS due"
-		" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
-		3, {TIMESTAMPTZOID, INT8OID, BOOLOID}
-	},
-	[IDEM_STMT_INSERT_COMPLETED] = {
-		"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
-		" expires_at, request_hash, response_code, response)"
-		" VALUES ($1, $2, 'completed', $8, $4, $4, $5, $3, $6, $7)"
-		" RETURNING token, status",
-		8, {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, JSONBOID, INT8OID}
-	},
+static const char *const stmt_sql_v02[IDEM_NUM_STMTS] = {
+	[IDEM_STMT_INSERT] =
+	"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"
+	" created_at, updated_at, expires_at, request_hash)"
+	" VALUES (:scope, :key, 'processing', :new_token, :lease_end,"
+	" :now, :now, :expires_at, :request_hash)"
+	" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
+
+	[IDEM_STMT_TAKEOVER] =
+	"UPDATE " KEYS " SET status = 'processing', token = :new_token,"
+	" locked_until = :lease_end, expires_at = :expires_at,"
+	" retryable = true, response_code = NULL, response = NULL, updated_at = :now"
+	WHERE_KEY AND_TOKEN " AND expires_at" GT ":now"
+	" AND ((status" EQ "'failed' AND retryable)"
+	" OR (:reclaim AND status" EQ "'processing' AND locked_until" LE ":now))"
+	" RETURNING token, status, recovery_point",
+
+	[IDEM_STMT_RENEW] =
+	"UPDATE " KEYS " SET status = 'processing', token = :new_token,"
+	" locked_until = :lease_end, expires_at = :expires_at,"
+	" created_at = :now, updated_at = :now, request_hash = :request_hash, retryable = true,"
+	" response_code = NULL, response = NULL, recovery_point = NULL"
+	WHERE_KEY AND_TOKEN " AND expires_at" LE ":now"
+	" AND (:reclaim OR status" NE "'processing')"
+	" RETURNING token, status",
+
+	[IDEM_STMT_COMPLETE] =
+	"UPDATE " KEYS " SET status = 'completed', response_code = :response_code,"
+	" response = :response, expires_at = " SHIFTED_EXPIRY(":now_epoch") ","
+	" locked_until = NULL, updated_at = :now"
+	WHERE_KEY AND_TOKEN AND_PROCESSING
+	" RETURNING status",
+
+	[IDEM_STMT_FAIL] =
+	"UPDATE " KEYS " SET status = 'failed', retryable = :retryable,"
+	" response_code = :response_code, response = :response,"
+	" expires_at = " SHIFTED_EXPIRY(":now_epoch") ","
+	" locked_until = NULL, updated_at = :now"
+	WHERE_KEY AND_TOKEN AND_PROCESSING,
+
+	[IDEM_STMT_RESOLVE_FAIL] =
+	"UPDATE " KEYS " SET status = 'failed', retryable = false, token = :new_token,"
+	" response_code = :response_code, response = :response, locked_until = NULL,"
+	" updated_at = :now, expires_at = :expires_at"
+	WHERE_KEY AND_PROCESSING,
+
+	[IDEM_STMT_EXPIRE_STALE] =
+	"UPDATE " KEYS " AS k SET status = 'failed', retryable = true,"
+	" locked_until = NULL, updated_at = :now"
+	" FROM (SELECT scope, key FROM " KEYS
+	" WHERE status" EQ "'processing' AND locked_until" LE ":now"
+	" ORDER BY locked_until LIMIT :batch_size FOR UPDATE SKIP LOCKED) AS due"
+	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
+
+	[IDEM_STMT_EXPIRE_DELETE] =
+	"DELETE FROM " KEYS " AS k USING (SELECT scope, key FROM " KEYS
+	" WHERE expires_at" LE ":now AND (:reclaim OR status" NE "'processing')"
+	" ORDER BY expires_at LIMIT :batch_size FOR UPDATE SKIP LOCKED) AS due"
+	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key",
+
+	[IDEM_STMT_INSERT_COMPLETED] =
+	"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
+	" expires_at, request_hash, response_code, response)"
+	" VALUES (:scope, :key, 'completed', :new_token, :now, :now,"
+	" :expires_at, :request_hash, :response_code, :response)"
+	" RETURNING token, status",
 };
+
+/* A saved plan and the parameters its $1, $2, ... stand for */
+typedef struct SavedStmt
+{
+	SPIPlanPtr	plan;
+	int			nparams;
+	IdemParam	param[STMT_MAX_PARAMS];
+} SavedStmt;
 
 /* Saved plans, valid for the schema they were prepared for */
 static Oid	plans_nspid = InvalidOid;
-static SPIPlanPtr plans[IDEM_NUM_STMTS];
-static Oid	keys_relid = InvalidOid;
+static SavedStmt saved[IDEM_NUM_STMTS];
 
 /*
- * Has the table the due_at column of 0.3.0?  Read again after a relcache
- * invalidation of the table (ALTER EXTENSION ... UPDATE changes it), and
- * then the saved plans are made again from the other texts if it changed.
+ * The table, and whether it has the due_at column of 0.3.0: both looked
+ * up again after a relcache invalidation of the table (ALTER EXTENSION ...
+ * UPDATE changes it, DROP EXTENSION drops it), and then the saved plans
+ * are made again from the other texts if its shape changed.
  */
+static Oid	keys_relid = InvalidOid;
 static bool keys_shape_known = false;
 static bool keys_have_due_at = true;
-static bool keys_shape_callback = false;
+static bool keys_callback = false;
 
 static void
-KeysShapeInvalidate(Datum arg, Oid relid)
+KeysInvalidate(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == keys_relid)
+	{
+		keys_relid = InvalidOid;
 		keys_shape_known = false;
+	}
 }
 
-/* The definition of a statement for the table's schema version */
-static const IdemStmtDef *
-StmtDef(IdemStmt stmt)
+/* A statement's text for the table's schema version */
+static const char *
+StmtSql(IdemStmt stmt)
 {
-	if (!keys_have_due_at && stmt_defs_v02[stmt].sql != NULL)
-		return &stmt_defs_v02[stmt];
-	return &stmt_defs[stmt];
+	if (!keys_have_due_at && stmt_sql_v02[stmt] != NULL)
+		return stmt_sql_v02[stmt];
+	return stmt_sql[stmt];
 }
 
 /* Forget every saved plan */
@@ -404,10 +406,31 @@ FreePlans(void)
 {
 	for (int i = 0; i < IDEM_NUM_STMTS; i++)
 	{
-		if (plans[i] != NULL)
-			SPI_freeplan(plans[i]);
-		plans[i] = NULL;
+		if (saved[i].plan != NULL)
+			SPI_freeplan(saved[i].plan);
+		saved[i].plan = NULL;
 	}
+}
+
+/*
+ * The OID of idempotency_keys in the extension's schema nspid, for
+ * privilege checks and the table's shape.
+ */
+Oid
+IdemKeysRelid(Oid nspid)
+{
+	if (plans_nspid != nspid || !OidIsValid(keys_relid))
+	{
+		if (!keys_callback)
+		{
+			CacheRegisterRelcacheCallback(KeysInvalidate, (Datum) 0);
+			keys_callback = true;
+		}
+		keys_relid = get_relname_relid("idempotency_keys", nspid);
+		if (!OidIsValid(keys_relid))
+			elog(ERROR, "idempotency_keys is missing from the extension's schema");
+	}
+	return keys_relid;
 }
 
 /*
@@ -417,23 +440,148 @@ FreePlans(void)
 bool
 IdemKeysHaveDueAt(Oid nspid)
 {
-	Oid			relid = IdemKeysRelid(nspid);
-
-	if (!keys_shape_known)
+	if (!keys_shape_known || plans_nspid != nspid)
 	{
-		bool		has = get_attnum(relid, "due_at") != InvalidAttrNumber;
+		bool		has = get_attnum(IdemKeysRelid(nspid), "due_at") != InvalidAttrNumber;
 
-		if (!keys_shape_callback)
-		{
-			CacheRegisterRelcacheCallback(KeysShapeInvalidate, (Datum) 0);
-			keys_shape_callback = true;
-		}
 		if (has != keys_have_due_at)
 			FreePlans();
 		keys_have_due_at = has;
 		keys_shape_known = true;
 	}
 	return keys_have_due_at;
+}
+
+/* The parameter a :name stands for */
+static IdemParam
+ParamNamed(const char *name, int len)
+{
+	for (int p = 0; p < IDEM_NUM_PARAMS; p++)
+	{
+		if (strlen(params[p].name) == (size_t) len &&
+			strncmp(params[p].name, name, len) == 0)
+			return (IdemParam) p;
+	}
+	elog(ERROR, "unknown statement parameter :%.*s", len, name);
+	pg_unreachable();
+}
+
+/*
+ * A statement's text with each :name replaced by $n, numbering the
+ * parameters in order of first use; stmt->param gets the list.  Quoted
+ * text and :: casts are left alone.
+ */
+static char *
+NumberParams(const char *sql, SavedStmt *stmt)
+{
+	StringInfoData buf;
+	char		quote = '\0';
+
+	initStringInfo(&buf);
+	stmt->nparams = 0;
+	for (const char *p = sql; *p != '\0'; p++)
+	{
+		const char *end = p + 1;
+		IdemParam	param;
+		int			n;
+
+		if (quote == '\0' && (*p == '\'' || *p == '"'))
+			quote = *p;
+		else if (*p == quote)
+			quote = '\0';
+		if (quote != '\0' || *p != ':' || !(p[1] >= 'a' && p[1] <= 'z') ||
+			(p > sql && p[-1] == ':'))
+		{
+			appendStringInfoChar(&buf, *p);
+			continue;
+		}
+		while ((*end >= 'a' && *end <= 'z') || *end == '_')
+			end++;
+		param = ParamNamed(p + 1, end - p - 1);
+		for (n = 0; n < stmt->nparams && stmt->param[n] != param; n++)
+			;
+		if (n == stmt->nparams)
+		{
+			if (n == STMT_MAX_PARAMS)
+				elog(ERROR, "statement has more than %d parameters", STMT_MAX_PARAMS);
+			stmt->param[stmt->nparams++] = param;
+		}
+		appendStringInfo(&buf, "$%d", n + 1);
+		p = end - 1;
+	}
+	return buf.data;
+}
+
+/* Each parameter's type, for SPI_prepare */
+static void
+ParamTypes(const SavedStmt *stmt, Oid *types)
+{
+	for (int i = 0; i < stmt->nparams; i++)
+		types[i] = params[stmt->param[i]].type;
+}
+
+/*
+ * The values of a statement's parameters in SPI's form, from args.  A
+ * parameter not set is a bug of the caller's, reported rather than run
+ * with a zero.
+ */
+static void
+BindArgs(IdemStmt stmtid, const SavedStmt *stmt, const IdemArgs *args,
+		 Datum *values, char *nulls)
+{
+	for (int i = 0; i < stmt->nparams; i++)
+	{
+		IdemParam	p = stmt->param[i];
+
+		if ((args->given & (UINT32_C(1) << p)) == 0)
+			elog(ERROR, "statement %d was run without its parameter :%s",
+				 (int) stmtid, params[p].name);
+		values[i] = args->value[p];
+		nulls[i] = args->isnull[p] ? 'n' : ' ';
+	}
+}
+
+/*
+ * The saved plan of a statement for the extension in schema nspid,
+ * preparing it on first use.  Must be called inside SPI_connect.
+ */
+static const SavedStmt *
+SavedPlan(IdemStmt stmt, Oid nspid)
+{
+	SavedStmt  *s = &saved[stmt];
+
+	if (plans_nspid != nspid)
+	{
+		/* first use, or the extension was re-created elsewhere */
+		FreePlans();
+		plans_nspid = nspid;
+		keys_relid = InvalidOid;
+		keys_shape_known = false;
+	}
+	if (!keys_shape_known)
+		(void) IdemKeysHaveDueAt(nspid);
+
+	if (s->plan == NULL)
+	{
+		char	   *nspname = get_namespace_name(nspid);
+		char	   *sql;
+		Oid			types[STMT_MAX_PARAMS];
+		SPIPlanPtr	plan;
+
+		if (nspname == NULL)
+			elog(ERROR, "cache lookup failed for namespace %u", nspid);
+		sql = psprintf(NumberParams(StmtSql(stmt), s),
+					   psprintf("%s.idempotency_keys", quote_identifier(nspname)));
+		ParamTypes(s, types);
+		plan = SPI_prepare(sql, s->nparams, types);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		s->plan = plan;
+	}
+	return s;
 }
 
 /* Claims this transaction made: what lets a NULL token through */
@@ -447,79 +595,60 @@ typedef struct TxnClaim
 static List *txn_claims = NIL;
 static LocalTransactionId txn_claims_lxid = InvalidLocalTransactionId;
 
+/* What a call site of one of our functions keeps between calls (fn_extra) */
+typedef struct CallSite
+{
+	Oid			nspid;			/* the function's schema */
+	TupleDesc	result_desc;	/* its row type, blessed; NULL until asked */
+} CallSite;
+
+static CallSite *
+CallSiteOf(FunctionCallInfo fcinfo)
+{
+	CallSite   *site = (CallSite *) fcinfo->flinfo->fn_extra;
+
+	if (site == NULL)
+	{
+		site = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(CallSite));
+		site->nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
+		fcinfo->flinfo->fn_extra = site;
+	}
+	return site;
+}
+
 /*
  * The schema a function of ours lives in, which is the extension's schema.
- * Cached in fn_extra so the catalog is read once per call site.
+ * Read once per call site.  Not for set-returning functions, whose
+ * fn_extra belongs to funcapi.
  */
 Oid
 IdemNamespaceOf(FunctionCallInfo fcinfo)
 {
-	Oid		   *cached = (Oid *) fcinfo->flinfo->fn_extra;
-
-	if (cached == NULL)
-	{
-		cached = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(Oid));
-		*cached = get_func_namespace(fcinfo->flinfo->fn_oid);
-		fcinfo->flinfo->fn_extra = cached;
-	}
-	return *cached;
+	return CallSiteOf(fcinfo)->nspid;
 }
 
 /*
- * The saved plan of a statement for the extension in schema nspid,
- * preparing it on first use.  Must be called inside SPI_connect.
+ * The row type a function of ours returns, blessed, made once per call
+ * site: a function's OUT parameters cannot change under a call site (a
+ * redefinition makes the caller's plan, and so its FmgrInfo, anew).
  */
-SPIPlanPtr
-IdemPlan(IdemStmt stmt, Oid nspid)
+TupleDesc
+IdemResultDesc(FunctionCallInfo fcinfo)
 {
-	if (plans_nspid != nspid)
+	CallSite   *site = CallSiteOf(fcinfo);
+
+	if (site->result_desc == NULL)
 	{
-		/* first use, or the extension was re-created elsewhere */
-		FreePlans();
-		plans_nspid = nspid;
-		keys_relid = InvalidOid;
-		keys_shape_known = false;
+		TupleDesc	desc;
+		MemoryContext old;
+
+		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		site->result_desc = BlessTupleDesc(CreateTupleDescCopy(desc));
+		MemoryContextSwitchTo(old);
 	}
-	(void) IdemKeysHaveDueAt(nspid);
-
-	if (plans[stmt] == NULL)
-	{
-		const IdemStmtDef *def = StmtDef(stmt);
-		char	   *nspname = get_namespace_name(nspid);
-		char	   *sql;
-		SPIPlanPtr	plan;
-
-		if (nspname == NULL)
-			elog(ERROR, "cache lookup failed for namespace %u", nspid);
-		sql = psprintf(def->sql, psprintf("%s.idempotency_keys", quote_identifier(nspname)));
-
-		plan = SPI_prepare(sql, def->nargs, (Oid *) def->argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-				 sql, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		plans[stmt] = plan;
-	}
-	return plans[stmt];
-}
-
-/*
- * The OID of idempotency_keys in the extension's schema nspid, for
- * privilege checks; looked up each time the schema's plans are (re)made
- * and when the table was re-created.
- */
-Oid
-IdemKeysRelid(Oid nspid)
-{
-	if (plans_nspid != nspid || !OidIsValid(keys_relid) ||
-		get_rel_relkind(keys_relid) == '\0')
-	{
-		keys_relid = get_relname_relid("idempotency_keys", nspid);
-		if (!OidIsValid(keys_relid))
-			elog(ERROR, "idempotency_keys is missing from the extension's schema");
-	}
-	return keys_relid;
+	return site->result_desc;
 }
 
 /* Tokens: the node's group id above TOKEN_GROUP_SHIFT bits of its sequence */
@@ -639,17 +768,18 @@ IdemRlsApplies(Oid nspid)
 	return check_enable_rls(IdemKeysRelid(nspid), InvalidOid, true) == RLS_ENABLED;
 }
 
-/*
- * Run a saved statement; returns SPI_processed.  nulls is in SPI's
- * convention (' ' not null, 'n' null) or NULL for no nulls.
- */
+/* Run a saved statement with args; returns SPI_processed */
 int
-IdemExecute(IdemStmt stmt, Oid nspid, Datum *values, const char *nulls,
-			bool read_only, long count)
+IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
+			long count)
 {
+	const SavedStmt *s = SavedPlan(stmt, nspid);
+	Datum		values[STMT_MAX_PARAMS];
+	char		nulls[STMT_MAX_PARAMS];
 	int			rc;
 
-	rc = SPI_execute_plan(IdemPlan(stmt, nspid), values, nulls, read_only, count);
+	BindArgs(stmt, s, args, values, nulls);
+	rc = SPI_execute_plan(s->plan, values, nulls, read_only, count);
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 	return (int) SPI_processed;
@@ -661,17 +791,68 @@ IdemExecute(IdemStmt stmt, Oid nspid, Datum *values, const char *nulls,
  * saved.  Returns SPI_processed.
  */
 int
-IdemExecuteOn(IdemStmt stmt, const char *relation, Datum *values,
-			  const char *nulls)
+IdemExecuteOn(IdemStmt stmt, const char *relation, const IdemArgs *args)
 {
-	const IdemStmtDef *def = StmtDef(stmt);
+	SavedStmt	s;
+	char	   *sql = psprintf(NumberParams(StmtSql(stmt), &s), relation);
+	Oid			types[STMT_MAX_PARAMS];
+	Datum		values[STMT_MAX_PARAMS];
+	char		nulls[STMT_MAX_PARAMS];
 	int			rc;
 
-	rc = SPI_execute_with_args(psprintf(def->sql, relation), def->nargs,
-							   (Oid *) def->argtypes, values, nulls, false, 0);
+	ParamTypes(&s, types);
+	BindArgs(stmt, &s, args, values, nulls);
+	rc = SPI_execute_with_args(sql, s.nparams, types, values, nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	return (int) SPI_processed;
+}
+
+/* The columns of IDEM_STMT_SELECT, read by name */
+typedef enum RowColumn
+{
+	COL_STATUS,
+	COL_STATUS_CODE,
+	COL_REQUEST_HASH,
+	COL_RESPONSE_CODE,
+	COL_RESPONSE,
+	COL_TOKEN,
+	COL_LOCKED_UNTIL,
+	COL_RECOVERY_POINT,
+	COL_RETRYABLE,
+	COL_EXPIRES_AT,
+	ROW_NCOLUMNS
+} RowColumn;
+
+static const char *const row_column_names[ROW_NCOLUMNS] = {
+	[COL_STATUS] = "status",
+	[COL_STATUS_CODE] = "status_code",
+	[COL_REQUEST_HASH] = "request_hash",
+	[COL_RESPONSE_CODE] = "response_code",
+	[COL_RESPONSE] = "response",
+	[COL_TOKEN] = "token",
+	[COL_LOCKED_UNTIL] = "locked_until",
+	[COL_RECOVERY_POINT] = "recovery_point",
+	[COL_RETRYABLE] = "retryable",
+	[COL_EXPIRES_AT] = "expires_at",
+};
+
+/* Their numbers in the result, found on the first read (the list is fixed) */
+static int	row_attnums[ROW_NCOLUMNS];
+
+/* One column of a row IDEM_STMT_SELECT returned */
+static Datum
+RowValue(HeapTuple tup, TupleDesc desc, RowColumn col, bool *isnull)
+{
+	if (row_attnums[col] == 0)
+	{
+		int			attnum = SPI_fnumber(desc, row_column_names[col]);
+
+		if (attnum <= 0)
+			elog(ERROR, "key row has no column \"%s\"", row_column_names[col]);
+		row_attnums[col] = attnum;
+	}
+	return SPI_getbinval(tup, desc, row_attnums[col], isnull);
 }
 
 /*
@@ -696,23 +877,23 @@ IdemReadRow(IdemRow *row, MemoryContext mcxt)
 	old = MemoryContextSwitchTo(mcxt);
 
 	row->found = true;
-	row->status = SPI_getbinval(tup, desc, 1, &isnull);
-	row->status_code = (IdemStatus) DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-	d = SPI_getbinval(tup, desc, 3, &isnull);
+	row->status = RowValue(tup, desc, COL_STATUS, &isnull);
+	row->status_code = (IdemStatus) DatumGetInt32(RowValue(tup, desc, COL_STATUS_CODE, &isnull));
+	d = RowValue(tup, desc, COL_REQUEST_HASH, &isnull);
 	row->request_hash = isnull ? NULL : DatumGetByteaPCopy(d);
-	d = SPI_getbinval(tup, desc, 4, &isnull);
+	d = RowValue(tup, desc, COL_RESPONSE_CODE, &isnull);
 	row->response_code_null = isnull;
 	row->response_code = isnull ? 0 : DatumGetInt32(d);
-	d = SPI_getbinval(tup, desc, 5, &isnull);
+	d = RowValue(tup, desc, COL_RESPONSE, &isnull);
 	row->response = isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(d));
-	row->token = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
-	d = SPI_getbinval(tup, desc, 7, &isnull);
+	row->token = DatumGetInt64(RowValue(tup, desc, COL_TOKEN, &isnull));
+	d = RowValue(tup, desc, COL_LOCKED_UNTIL, &isnull);
 	row->locked_until_null = isnull;
 	row->locked_until = isnull ? 0 : DatumGetTimestampTz(d);
-	d = SPI_getbinval(tup, desc, 8, &isnull);
+	d = RowValue(tup, desc, COL_RECOVERY_POINT, &isnull);
 	row->recovery_point = isnull ? NULL : DatumGetTextPCopy(d);
-	row->retryable = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
-	row->expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 10, &isnull));
+	row->retryable = DatumGetBool(RowValue(tup, desc, COL_RETRYABLE, &isnull));
+	row->expires_at = DatumGetTimestampTz(RowValue(tup, desc, COL_EXPIRES_AT, &isnull));
 
 	MemoryContextSwitchTo(old);
 }
