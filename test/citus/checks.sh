@@ -2,9 +2,11 @@
 # test/citus/checks.sh: the citus suite of test/run.sh.  Starts a cluster
 # with test/citus/cluster.sh in DIR (1 coordinator + 2 workers, citus and
 # idempotency preloaded), applies the README's "Scaling out" recipe
-# (its sql block) and checks the extension on it.  Prints one line per
-# check, "ok NAME" or "not ok NAME", followed on failure by "# " lines
-# saying why; run.sh counts them.  Stops the cluster on the way out.
+# (its sql block) and checks the extension on it; then, in a database of
+# its own, ALTER EXTENSION UPDATE from 0.2.0 on a cluster distributed by
+# 0.2.0's recipe (citus/upgrade).  Prints one line per check, "ok NAME" or
+# "not ok NAME", followed on failure by "# " lines saying why; run.sh
+# counts them.  Stops the cluster on the way out.
 #
 #   bash test/citus/checks.sh DIR        (as root; PG_BIN as in common.sh)
 #
@@ -55,13 +57,15 @@ port_of()
 	*) echo "$1" ;;
 	esac
 }
-# psql NODE [args]: on a node as postgres (or -U), errors stop the script
+# psql NODE [args]: on a node as postgres (or -U), errors stop the script;
+# in database QDB (postgres unless a check sets it: citus/upgrade has one of
+# its own)
 q()
 {
 	local port
 	port=$(port_of "$1")
 	shift
-	as_postgres psql -X -q -h "$DIR" -p "$port" -d postgres -v ON_ERROR_STOP=1 "$@"
+	as_postgres psql -X -q -h "$DIR" -p "$port" -d "${QDB:-postgres}" -v ON_ERROR_STOP=1 "$@"
 }
 qv() { q "$1" -At -c "$2"; }
 
@@ -537,6 +541,166 @@ else
 	notok citus/tenants "sql/tenants_setup.sql failed:"
 	detail "$OUT/tenants-setup.log"
 fi
+
+# 13b. ALTER EXTENSION idempotency UPDATE from 0.2.0 on a cluster that
+# distributed the keys as 0.2.0's README said, in a database of its own on
+# every node (the checks above keep theirs; the logs check below sees this
+# one's background processes too).  The update has to reach the shards:
+# Citus runs the extension script on the coordinator, carries the script's
+# DDL on the distributed table to the shards and to the workers' copies of
+# the table, and runs ALTER EXTENSION UPDATE on each worker.
+UPGRADE_DB=idem_upgrade
+
+# One line describing a table (%1$s: its name; run_command_on_shards puts
+# each shard's there): columns with type, NOT NULL and default, index and
+# constraint definitions, shard ids taken out of names.  No % but %1$s:
+# run_command_on_shards formats the text.
+SHAPE=$(cat <<'SQL'
+SELECT concat_ws(' | ',
+    (SELECT string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod)
+            || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+            || coalesce(' default ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid), ''), ', ' ORDER BY a.attnum)
+       FROM pg_catalog.pg_attribute a
+       LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE a.attrelid = '%1$s'::regclass AND a.attnum > 0 AND NOT a.attisdropped),
+    (SELECT string_agg(def, ', ' ORDER BY def) FROM (
+        SELECT regexp_replace(pg_catalog.pg_get_indexdef(indexrelid), '(idempotency_keys[a-z_]*)_[0-9]+', '\1', 'g') AS def
+          FROM pg_catalog.pg_index WHERE indrelid = '%1$s'::regclass) i),
+    (SELECT string_agg(def, ', ' ORDER BY def) FROM (
+        SELECT pg_catalog.pg_get_constraintdef(oid) AS def
+          FROM pg_catalog.pg_constraint WHERE conrelid = '%1$s'::regclass) c))
+SQL
+)
+# The shapes of idempotency_keys's shards in database QDB, one line per
+# distinct shape: "SHAPE (N shards on M nodes)", and a line per failed shard
+shard_shapes()
+{
+	qv coordinator "SELECT format('%s (%s shards on %s nodes)', r.result, count(*), count(DISTINCT p.nodeport))
+		FROM run_command_on_shards('idempotency_keys', \$shape\$$SHAPE\$shape\$) r
+		JOIN pg_dist_shard_placement p USING (shardid)
+		GROUP BY r.success, r.result ORDER BY r.success DESC, count(*) DESC" 2>&1
+}
+# The shape of the table itself (the coordinator's, or a worker's copy) on node $1
+table_shape() { qv "$1" "${SHAPE//%1\$s/idempotency_keys}" 2>&1; }
+# The ERROR, FATAL and PANIC lines node $1 logged after byte $2 of its log
+errors_since()
+{
+	tail -c +$(($2 + 1)) "$DIR/$1/server.log" | grep -E ' (ERROR|FATAL|PANIC): ' | head -n 5 | sed "s/^/$1 logged: /"
+}
+# Every column 0.2.0 had, of every key, in one hash
+ROWS="SELECT count(*) || ' rows ' || md5(string_agg(row(scope, key, status, retryable, response_code, token,
+	locked_until, created_at, updated_at, expires_at, request_hash, recovery_point, response)::text,
+	'|' ORDER BY scope, key)) FROM idempotency_keys"
+
+check_upgrade()
+{
+	local check=citus/upgrade QDB=$UPGRADE_DB log=$OUT/upgrade.log n s s1 s2 t1 t2 rows seqs
+	local fresh_shards fresh_table got due bad=()
+	local -A logpos
+	for n in coordinator worker1 worker2; do logpos[$n]=$(stat -c %s "$DIR/$n/server.log"); done
+	# every node as 0.2.0's README had it: citus and idempotency 0.2.0 in
+	# the database (no CREATE DATABASE propagation in Citus 13), the
+	# workers added, then the recipe on the coordinator
+	for n in coordinator worker1 worker2; do
+		if ! QDB=postgres q "$n" -c "CREATE DATABASE $UPGRADE_DB" >>"$log" 2>&1 ||
+			! q "$n" -c "CREATE EXTENSION citus" -c "CREATE EXTENSION idempotency VERSION '0.2.0'" >>"$log" 2>&1; then
+			notok "$check" "setting up database $UPGRADE_DB on $n failed:"
+			detail "$log"
+			return
+		fi
+	done
+	if ! q coordinator -c "SELECT citus_set_coordinator_host('127.0.0.1', $COORDINATOR_PORT)" \
+		-c "SELECT citus_add_node('127.0.0.1', $WORKER1_PORT)" -c "SELECT citus_add_node('127.0.0.1', $WORKER2_PORT)" \
+		-f "$DIR/sql/upgrade_recipe_020.sql" >>"$log" 2>&1; then
+		notok "$check" "0.2.0's recipe (sql/upgrade_recipe_020.sql) failed:"
+		detail "$log"
+		return
+	fi
+	# keys in every state on shards on both workers
+	if ! s1=$(scope_on worker1 up1-) || ! s2=$(scope_on worker2 up2-); then
+		notok "$check" "no scope found on each worker"
+		return
+	fi
+	for s in "$s1" "$s2"; do
+		q coordinator -v db="$UPGRADE_DB" -v host="$DIR" -v coord="$COORDINATOR_PORT" \
+			-v shard="$(port_of "$(shard_node "$s")")" -v s="$s" -f "$DIR/sql/upgrade_fill.sql" >>"$log" 2>&1 ||
+			{ notok "$check" "making 0.2.0 keys in scope $s failed:"; detail "$log"; return; }
+	done
+	t1=$(qv coordinator "SELECT token FROM idempotency_keys WHERE scope = '$s1' AND key = 'live'")
+	t2=$(qv coordinator "SELECT token FROM idempotency_keys WHERE scope = '$s2' AND key = 'live'")
+	rows=$(qv coordinator "$ROWS" 2>&1)
+	seqs=$(for n in coordinator worker1 worker2; do qv "$n" "SELECT last_value FROM idempotency_token_seq"; done 2>&1 | xargs)
+	got=$(for n in coordinator worker1 worker2; do qv "$n" "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"; done 2>&1 | xargs)
+	due=$(shard_shapes)
+	if [ "$got" != "0.2.0 0.2.0 0.2.0" ] || [[ ! $rows =~ ^12\ rows ]] || [[ ! $seqs =~ ^[0-9]+\ [0-9]+\ [0-9]+$ ]] ||
+		[[ $due == *due_at* || $due != *expires_at_idx*lease_idx*" on 2 nodes)" ]]; then
+		notok "$check" "before the update: versions $got (0.2.0 everywhere wanted), $rows (12 wanted)," \
+			"token sequences $seqs, shards (0.2.0's indexes, on both workers, wanted):" "$due"
+		return
+	fi
+
+	# the update, as a DBA runs it: on the coordinator
+	if ! q coordinator -c "ALTER EXTENSION idempotency UPDATE" >"$OUT/upgrade-alter.log" 2>&1; then
+		notok "$check" "ALTER EXTENSION idempotency UPDATE from 0.2.0 on the coordinator failed:" \
+			"$(cat "$OUT/upgrade-alter.log")" \
+			"$(for n in coordinator worker1 worker2; do errors_since "$n" "${logpos[$n]}"; done)"
+		return
+	fi
+	got=$(for n in coordinator worker1 worker2; do qv "$n" "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"; done 2>&1 | xargs)
+	[ "$got" = "0.3.0 0.3.0 0.3.0" ] || bad+=("versions after the update: $got (0.3.0 on every node wanted)")
+	# every row kept, the token sequences untouched, every row due
+	got=$(qv coordinator "$ROWS" 2>&1)
+	[ "$got" = "$rows" ] || bad+=("rows before: $rows; after: $got")
+	got=$(for n in coordinator worker1 worker2; do qv "$n" "SELECT last_value FROM idempotency_token_seq"; done 2>&1 | xargs)
+	[ "$got" = "$seqs" ] || bad+=("token sequences (coordinator, worker1, worker2) before: $seqs; after: $got")
+	got=$(qv coordinator "SELECT count(*) FILTER (WHERE due_at <> '-infinity') FROM idempotency_keys" 2>&1)
+	[ "$got" = 0 ] || bad+=("rows due at other than -infinity right after the update: $got")
+	# every shard, and every node's table, shaped as those of a fresh 0.3.0
+	# (the suite's own, in database postgres): due_at, its index, neither
+	# old index nor the CHECK constraint
+	got=$(shard_shapes)
+	fresh_shards=$(QDB=postgres shard_shapes)
+	# (one shape on both workers, with due_at's index and none of the old
+	# ones, lest two failures alike pass)
+	if [ "$got" != "$fresh_shards" ] || [[ $got == *$'\n'* || $got != *idempotency_keys_due_at_idx*" on 2 nodes)" ]] ||
+		[[ $got == *expires_at_idx* || $got == *lease_idx* || $got == *CHECK* ]]; then
+		bad+=("the shards after the update:" "$got" "a fresh 0.3.0's shards:" "$fresh_shards")
+	fi
+	fresh_table=$(QDB=postgres table_shape coordinator)
+	[[ $fresh_table == *idempotency_keys_due_at_idx* ]] || bad+=("a fresh 0.3.0's idempotency_keys: $fresh_table")
+	for n in coordinator worker1 worker2; do
+		got=$(table_shape "$n")
+		[ "$got" = "$fresh_table" ] || bad+=("$n's idempotency_keys: $got" "a fresh 0.3.0's: $fresh_table")
+	done
+	# one expiry pass on each worker's shards gives every old row its due
+	# time (the lease end while processing, expires_at after) and fails the
+	# stale claims
+	for n in worker1 worker2; do
+		qv "$n" "SELECT idem_expire()" >>"$log" 2>&1 || bad+=("idem_expire() on $n failed: $(tail -n 1 "$log")")
+	done
+	got=$(qv coordinator "SELECT format('%s rows with another due time, %s stale claims failed',
+		count(*) FILTER (WHERE due_at IS DISTINCT FROM CASE WHEN status = 'processing' AND locked_until > now()
+			THEN locked_until ELSE expires_at END),
+		count(*) FILTER (WHERE key = 'stale' AND status = 'failed' AND retryable))
+		FROM idempotency_keys" 2>&1)
+	[ "$got" = "0 rows with another due time, 2 stale claims failed" ] || bad+=("after idem_expire() on both workers: $got")
+	# the old keys and new ones, through the coordinator and on both workers
+	if ! run_scenario upgrade-after coordinator upgrade_after -v db="$UPGRADE_DB" -v host="$DIR" \
+		-v coord="$COORDINATOR_PORT" -v w1="$WORKER1_PORT" -v w2="$WORKER2_PORT" \
+		-v s1="$s1" -v s2="$s2" -v t1="${t1:-0}" -v t2="${t2:-0}"; then
+		bad+=("using the keys after the update differs from expected/upgrade_after.out:")
+		mapfile -t -O "${#bad[@]}" bad < <(head -n 40 "$OUT/upgrade-after.out.diff")
+	fi
+	for n in coordinator worker1 worker2; do
+		mapfile -t -O "${#bad[@]}" bad < <(errors_since "$n" "${logpos[$n]}")
+	done
+	if [ ${#bad[@]} -eq 0 ]; then
+		ok "$check (0.2.0 distributed by its README's recipe, 12 keys in every state on both workers: ALTER EXTENSION UPDATE on the coordinator updated every node, every shard got due_at and its index as a fresh 0.3.0's, rows and tokens kept, expiry and every call work after it, no ERROR logged)"
+	else
+		notok "$check" "${bad[@]}"
+	fi
+}
+check_upgrade
 
 # 14. no ERROR, FATAL or PANIC in any node's log from anything but client
 # backends (the scenarios' own errors are theirs), and no crash
