@@ -9,22 +9,61 @@
  * those updates are HOT when the page has room (the default fillfactor
  * does best: see the README's Performance).  The CHECK constraint goes: the functions never write a
  * processing row without a lease, and its expression cost every write.
- */
-DROP INDEX idempotency_keys_expires_at_idx;
-DROP INDEX idempotency_keys_lease_idx;
-ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_lease_check;
-
-/*
+ *
  * due_at: when expiry next needs to look at the row.  Added with a constant
  * default, so without rewriting the table or holding its lock for longer
  * than a catalog change: every existing row is due at once (-infinity), and
  * expiry (the worker, or idem_expire()) gives each its due time in
  * batches, as it does for a row written by hand.
+ *
+ * Each statement runs under EXECUTE, for Citus.  Citus carries DDL on a
+ * distributed table to its shards and to the other nodes' copies of the
+ * table, and for some statements (DROP INDEX) it sends the statement's
+ * query string as it is; in an extension script that string is the whole
+ * script, which the workers refuse ("cannot insert multiple commands into
+ * a prepared statement"): the update failed.  Under EXECUTE the query
+ * string is the one statement.  Citus then runs ALTER EXTENSION UPDATE on
+ * every worker too, with its DDL propagation off: there the table is the
+ * coordinator's copy, already changed (with the shards) in this same
+ * transaction, so a worker leaves it alone.  Where Citus has not
+ * distributed the table, or is not installed, this is the plain DDL.
  */
-ALTER TABLE idempotency_keys ADD COLUMN due_at timestamptz NOT NULL DEFAULT '-infinity';
-COMMENT ON COLUMN idempotency_keys.due_at IS 'When expiry next needs to look at the row: at or before the lease end while processing, at or before expires_at after; kept by the functions and by expiry (-infinity: due now)';
+DO $table$
+DECLARE
+    citus_worker boolean := false;
+    stmt text;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        -- a worker: its Citus group is not the coordinator's (0)
+        EXECUTE 'SELECT groupid OPERATOR(pg_catalog.<>) 0 AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition'
+                ' WHERE logicalrelid OPERATOR(pg_catalog.=) $1) FROM pg_catalog.pg_dist_local_group'
+            INTO citus_worker USING 'idempotency_keys'::regclass;
+    END IF;
+    IF citus_worker THEN
+        -- run on a worker by hand (or without the coordinator's change): the
+        -- shards would be left behind
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
+                        WHERE attrelid OPERATOR(pg_catalog.=) 'idempotency_keys'::regclass
+                          AND attname OPERATOR(pg_catalog.=) 'due_at' AND NOT attisdropped) THEN
+            RAISE EXCEPTION 'idempotency_keys is distributed by Citus: update the extension on the coordinator'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'ALTER EXTENSION idempotency UPDATE on the coordinator changes the table and its shards on every node, and updates the extension on every worker.';
+        END IF;
+        RETURN;
+    END IF;
+    FOREACH stmt IN ARRAY ARRAY[
+        'DROP INDEX idempotency_keys_expires_at_idx',
+        'DROP INDEX idempotency_keys_lease_idx',
+        'ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_lease_check',
+        'ALTER TABLE idempotency_keys ADD COLUMN due_at timestamptz NOT NULL DEFAULT ''-infinity''',
+        'CREATE INDEX idempotency_keys_due_at_idx ON idempotency_keys (due_at)']
+    LOOP
+        EXECUTE stmt;
+    END LOOP;
+END
+$table$;
 
-CREATE INDEX idempotency_keys_due_at_idx ON idempotency_keys (due_at);
+COMMENT ON COLUMN idempotency_keys.due_at IS 'When expiry next needs to look at the row: at or before the lease end while processing, at or before expires_at after; kept by the functions and by expiry (-infinity: due now)';
 COMMENT ON INDEX idempotency_keys_due_at_idx IS 'Finds rows whose lease ran out or whose retention ended';
 
 /*
