@@ -627,32 +627,28 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	IdemOutcome outcome;
 	int			level;
 	Datum		response;
+	bool		locked = false;
 
+	/*
+	 * No row: the short way, with the key's lock, unless another
+	 * transaction holds that lock (it is writing the key: wait for it, then
+	 * go the general way) or a concurrent claim got there first.
+	 */
 	level = PinSearchPath();
 	a->probe = NewKeySubxactAllowed() && KeyRowWriteCertain(a->nspid);
 	outcome = IdemClaim(a, desc, values, nulls);
+	if (outcome == IDEM_OUTCOME_NONE)
+		locked = IdemLockKey(a, false);
 	AtEOXact_GUC(true, level);
+	if (locked && ExecuteNewKey(a, st, code, code_null, values, nulls))
+		return;
 
 	if (outcome == IDEM_OUTCOME_NONE)
 	{
-		/*
-		 * No row: the short way, with the key's lock, unless another
-		 * transaction holds that lock (it is writing the key: wait for it,
-		 * then go the general way) or a concurrent claim got there first.
-		 */
 		level = PinSearchPath();
-		if (IdemLockKey(a, false))
-		{
-			AtEOXact_GUC(true, level);
-			if (ExecuteNewKey(a, st, code, code_null, values, nulls))
-				return;
-			level = PinSearchPath();
-		}
-		else
+		if (!locked)
 			(void) IdemLockKey(a, true);
-		AtEOXact_GUC(true, level);
 		a->probe = false;
-		level = PinSearchPath();
 		outcome = IdemClaim(a, desc, values, nulls);
 		AtEOXact_GUC(true, level);
 	}
@@ -687,7 +683,6 @@ idem_execute(PG_FUNCTION_ARGS)
 	char	   *sql;
 	bool		code_null = PG_ARGISNULL(3);
 	Datum		code = code_null ? (Datum) 0 : PG_GETARG_DATUM(3);
-	int			level;
 	HeapTupleHeader result;
 
 	if (PG_ARGISNULL(4))
@@ -700,9 +695,7 @@ idem_execute(PG_FUNCTION_ARGS)
 
 	desc = IdemResultDesc(fcinfo);
 
-	level = PinSearchPath();
 	IdemClaimArgsFrom(fcinfo, "idem_execute", 0, 1, 2, NULL, NULL, true, &a);
-	AtEOXact_GUC(true, level);
 
 	SPI_connect();
 	st.plan = StatementPlan(sql, st.nargs, st.types, &a);

@@ -29,6 +29,8 @@
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/rls.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 #include "access/detoast.h"
@@ -595,60 +597,77 @@ typedef struct TxnClaim
 static List *txn_claims = NIL;
 static LocalTransactionId txn_claims_lxid = InvalidLocalTransactionId;
 
-/* What a call site of one of our functions keeps between calls (fn_extra) */
-typedef struct CallSite
-{
-	Oid			nspid;			/* the function's schema */
-	TupleDesc	result_desc;	/* its row type, blessed; NULL until asked */
-} CallSite;
-
-static CallSite *
-CallSiteOf(FunctionCallInfo fcinfo)
-{
-	CallSite   *site = (CallSite *) fcinfo->flinfo->fn_extra;
-
-	if (site == NULL)
-	{
-		site = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(CallSite));
-		site->nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
-		fcinfo->flinfo->fn_extra = site;
-	}
-	return site;
-}
-
 /*
  * The schema a function of ours lives in, which is the extension's schema.
- * Read once per call site.  Not for set-returning functions, whose
- * fn_extra belongs to funcapi.
+ * Cached in fn_extra, so the catalog is read once per execution of the
+ * calling statement.  Not for set-returning functions, whose fn_extra
+ * belongs to funcapi.
  */
 Oid
 IdemNamespaceOf(FunctionCallInfo fcinfo)
 {
-	return CallSiteOf(fcinfo)->nspid;
+	Oid		   *cached = (Oid *) fcinfo->flinfo->fn_extra;
+
+	if (cached == NULL)
+	{
+		cached = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(Oid));
+		*cached = get_func_namespace(fcinfo->flinfo->fn_oid);
+		fcinfo->flinfo->fn_extra = cached;
+	}
+	return *cached;
 }
 
 /*
- * The row type a function of ours returns, blessed, made once per call
- * site: a function's OUT parameters cannot change under a call site (a
- * redefinition makes the caller's plan, and so its FmgrInfo, anew).
+ * The row types our functions return (idem_claim, idem_execute), by
+ * function OID, for the backend's life: building one from pg_proc's OUT
+ * parameters is 6% of a replay (bench/profile.sh), and a statement's FmgrInfo
+ * lasts one execution only.  The descriptors are the record type cache's
+ * own (blessed: permanent, never freed), so a change to pg_proc only
+ * empties this list.
  */
+#define RESULT_DESC_SLOTS 4
+
+static struct
+{
+	Oid			fn_oid;
+	TupleDesc	desc;
+}			result_descs[RESULT_DESC_SLOTS];
+static bool result_descs_callback = false;
+
+static void
+ResultDescsInvalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	memset(result_descs, 0, sizeof(result_descs));
+}
+
+/* The row type a function of ours returns, blessed */
 TupleDesc
 IdemResultDesc(FunctionCallInfo fcinfo)
 {
-	CallSite   *site = CallSiteOf(fcinfo);
+	Oid			fn_oid = fcinfo->flinfo->fn_oid;
+	TupleDesc	desc;
+	int			i;
 
-	if (site->result_desc == NULL)
+	for (i = 0; i < RESULT_DESC_SLOTS && result_descs[i].desc != NULL; i++)
 	{
-		TupleDesc	desc;
-		MemoryContext old;
-
-		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "return type must be a row type");
-		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		site->result_desc = BlessTupleDesc(CreateTupleDescCopy(desc));
-		MemoryContextSwitchTo(old);
+		if (result_descs[i].fn_oid == fn_oid)
+			return result_descs[i].desc;
 	}
-	return site->result_desc;
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	desc = BlessTupleDesc(desc);
+	if (i == RESULT_DESC_SLOTS)
+		return desc;			/* more functions than slots: not kept */
+	if (!result_descs_callback)
+	{
+		CacheRegisterSyscacheCallback(PROCOID, ResultDescsInvalidate, (Datum) 0);
+		result_descs_callback = true;
+	}
+	/* the cache's copy (lookup_rowtype_tupdesc pins it; it stays) */
+	result_descs[i].desc = lookup_rowtype_tupdesc(RECORDOID, desc->tdtypmod);
+	ReleaseTupleDesc(result_descs[i].desc);
+	result_descs[i].fn_oid = fn_oid;
+	return result_descs[i].desc;
 }
 
 /* Tokens: the node's group id above TOKEN_GROUP_SHIFT bits of its sequence */
