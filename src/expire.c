@@ -124,6 +124,8 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 	List	   *targets = NIL;
 	ListCell   *lc;
 
+	/* the statement texts for the table's shape, shards included */
+	(void) IdemKeysHaveDueAt(nspid);
 	if (Distributed(nspid))
 	{
 		targets = LocalShards(nspid);

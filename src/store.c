@@ -444,12 +444,14 @@ IdemKeysHaveDueAt(Oid nspid)
 {
 	if (!keys_shape_known || plans_nspid != nspid)
 	{
-		bool		has = get_attnum(IdemKeysRelid(nspid), "due_at") != InvalidAttrNumber;
+		Oid			relid = IdemKeysRelid(nspid);
+		bool		has = get_attnum(relid, "due_at") != InvalidAttrNumber;
 
 		if (has != keys_have_due_at)
 			FreePlans();
 		keys_have_due_at = has;
-		keys_shape_known = true;
+		/* an invalidation taken in get_attnum cleared keys_relid: ask again next time */
+		keys_shape_known = (keys_relid == relid);
 	}
 	return keys_have_due_at;
 }
