@@ -47,7 +47,6 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "catalog/pg_namespace.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -303,7 +302,7 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 	else
 		stmt = IDEM_STMT_PROBE_LOCK_KEY;
 
-	if (OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+	if (IdemCitusPresent())
 		got = LockKeyRouted(a, stmt, id);
 	else
 		got = LockKeyHere(stmt, id);

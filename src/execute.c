@@ -203,7 +203,7 @@ CheckStatementKind(SPIPlanPtr plan, IdemClaimArgs *a)
 static SPIPlanPtr
 PrepareStatement(const char *sql, int nargs, Oid *argtypes, IdemClaimArgs *a)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, IdemPlanOptions());
 
 	if (plan == NULL)
 		ereport(ERROR,

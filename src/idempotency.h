@@ -175,6 +175,8 @@ extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
 extern TupleDesc IdemResultDesc(FunctionCallInfo fcinfo);
 extern Oid	IdemKeysRelid(Oid nspid);
 extern bool IdemKeysHaveDueAt(Oid nspid);
+extern bool IdemCitusPresent(void);
+extern int	IdemPlanOptions(void);
 extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);

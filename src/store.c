@@ -383,6 +383,9 @@ static bool keys_shape_known = false;
 static bool keys_have_due_at = true;
 static bool keys_callback = false;
 
+/* Cursor options the saved plans were prepared with (IdemPlanOptions) */
+static int	plans_options = 0;
+
 static void
 KeysInvalidate(Datum arg, Oid relid)
 {
@@ -435,9 +438,33 @@ IdemKeysRelid(Oid nspid)
 	return keys_relid;
 }
 
+/* Is Citus installed in this database (its pg_dist_local_group is there)? */
+bool
+IdemCitusPresent(void)
+{
+	return OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE));
+}
+
+/*
+ * How the statements we keep (ours, and idem_execute's caller's) are
+ * planned: as PostgreSQL chooses, but under Citus a custom plan for every
+ * execution.  Citus 13.2 plans a generic plan's shard query again at each
+ * execution on the node that holds the shard (its local plan cache looks
+ * the task up in the generic plan, which has none) and adds every copy to
+ * the generic plan's memory: a backend running our statements on a worker
+ * grew by about 160 kB a call, without end (test/citus, citus/memory).
+ * A custom plan does that planning once per execution too, and frees it.
+ */
+int
+IdemPlanOptions(void)
+{
+	return IdemCitusPresent() ? CURSOR_OPT_CUSTOM_PLAN : 0;
+}
+
 /*
  * Does idempotency_keys in schema nspid have due_at (schema 0.3.0 and
- * later)?  When this changes, the saved plans are made again.
+ * later)?  When this changes, or Citus comes or goes (IdemPlanOptions),
+ * the saved plans are made again.
  */
 bool
 IdemKeysHaveDueAt(Oid nspid)
@@ -446,10 +473,12 @@ IdemKeysHaveDueAt(Oid nspid)
 	{
 		Oid			relid = IdemKeysRelid(nspid);
 		bool		has = get_attnum(relid, "due_at") != InvalidAttrNumber;
+		int			options = IdemPlanOptions();
 
-		if (has != keys_have_due_at)
+		if (has != keys_have_due_at || options != plans_options)
 			FreePlans();
 		keys_have_due_at = has;
+		plans_options = options;
 		/* an invalidation taken in get_attnum cleared keys_relid: ask again next time */
 		keys_shape_known = (keys_relid == relid);
 	}
@@ -577,7 +606,7 @@ SavedPlan(IdemStmt stmt, Oid nspid)
 		sql = psprintf(NumberParams(StmtSql(stmt), s),
 					   psprintf("%s.idempotency_keys", quote_identifier(nspname)));
 		ParamTypes(s, types);
-		plan = SPI_prepare(sql, s->nparams, types);
+		plan = SPI_prepare_cursor(sql, s->nparams, types, plans_options);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 				 sql, SPI_result_code_string(SPI_result));

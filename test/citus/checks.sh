@@ -409,6 +409,38 @@ else
 	grep -E 'ERROR|PREPARE|COMMIT' "$OUT/one-phase.log" | head -n 10 | sed 's/^/# /'
 fi
 
+# 9b. memory: a backend that runs the key functions on a worker, where
+# Citus executes their statements on local shards, does not grow with the
+# calls (Citus 13.2 kept a copy of a generic plan's shard plan per
+# execution: 0.3.0 before the fix grew ~160 kB a call, ~60 MB here)
+memory_check()
+{
+	local n s log total
+	for n in worker1 worker2; do
+		s=$(scope_on "$n" mem-) || { notok citus/memory "no scope on $n"; return; }
+		log=$OUT/memory-$n.log
+		q "$n" -At -v s="$s" >"$log" 2>&1 <<'SQL'
+\set exec 'SELECT outcome FROM idem_execute(%L, NULL, %L, 201, ''INSERT INTO payments (merchant_id, key, amount) VALUES ($1, $2, $3) RETURNING id'', %L::text, %L::text, 4)'
+\set claim 'SELECT idem_claim(%L, NULL, %L), idem_complete(%L, 200, ''{}'', %L)'
+SELECT format(:'exec', 'mx' || i, :'s', :'s', 'mx' || i) FROM generate_series(1, 50) i \gexec
+SELECT format(:'claim', 'mc' || i, :'s', 'mc' || i, :'s') FROM generate_series(1, 50) i \gexec
+SELECT 'before', sum(total_bytes) FROM pg_backend_memory_contexts;
+SELECT format(:'exec', 'my' || i, :'s', :'s', 'my' || i) FROM generate_series(1, 200) i \gexec
+SELECT format(:'claim', 'md' || i, :'s', 'md' || i, :'s') FROM generate_series(1, 200) i \gexec
+SELECT 'after', sum(total_bytes) FROM pg_backend_memory_contexts;
+SQL
+		total=$(awk -F'|' '$1 == "before" { b = $2 } $1 == "after" { a = $2 } END { if (a && b) print a - b }' "$log")
+		if [ -z "$total" ] || [ "$total" -gt 1048576 ]; then
+			notok citus/memory "on $n, 400 more calls (200 idem_execute, 200 idem_claim + idem_complete) grew the backend's memory contexts by ${total:-?} bytes (at most 1 MB wanted):"
+			grep -vE '^(new|completed|\(|$)' "$log" | tail -n 5 | sed 's/^/# /'
+			return
+		fi
+		echo "$n +$total" >>"$OUT/memory.txt"
+	done
+	ok "citus/memory (400 idem_execute / idem_claim + idem_complete calls on each worker's own shards, after 100: the backend's memory grew $(awk '{ printf "%s%s by %s bytes", (NR > 1 ? ", " : ""), $1, substr($2, 2) }' "$OUT/memory.txt"))"
+}
+memory_check
+
 # 10-11. wait => false while another session holds the key uncommitted
 S_W=$(scope_on worker1 wf-)
 rm -f "$DIR/release-holder"
