@@ -5,6 +5,7 @@ MODULE_big = idempotency
 OBJS = \
 	src/idempotency.o \
 	src/store.o \
+	src/shards.o \
 	src/claim.o \
 	src/record.o \
 	src/hash.o \

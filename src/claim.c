@@ -77,6 +77,9 @@ PG_FUNCTION_INFO_V1(idem_claim);
 /* Fourth locktag field of key locks on a plain server (SQL uses 1 and 2) */
 #define CLAIM_LOCKTAG_KIND 0x1de5
 
+/* ... and on Citus: pg_advisory_xact_lock(bigint)'s, as its statement takes it */
+#define CLAIM_LOCKTAG_SQL 1
+
 /* Do the stored and the given request hashes count as the same request? */
 static bool
 SameRequest(bytea *stored, bytea *given)
@@ -241,21 +244,23 @@ KeyLockId(text *scope, text *key)
 }
 
 /*
- * The key lock statement's work, on a plain server, with no statement to
- * start: an advisory lock of this database whose fourth locktag field is
+ * The key lock statement's work, with no statement to start: an advisory
+ * lock of this database.  On a plain server its fourth locktag field is
  * CLAIM_LOCKTAG_KIND, which no SQL function takes (pg_advisory_lock() and
  * its kin use 1 and 2), so that no role can take or hold another scope's
- * key lock with them.  pg_locks shows it as locktype advisory, objsubid
- * CLAIM_LOCKTAG_KIND.
+ * key lock with them; pg_locks shows it as locktype advisory, objsubid
+ * CLAIM_LOCKTAG_KIND.  On the Citus node that holds the key's shard it is
+ * CLAIM_LOCKTAG_SQL, the lock LockKeyRouted's statement takes there with
+ * pg_advisory_xact_lock(bigint), so that both ways meet.
  */
 static bool
-LockKeyHere(IdemStmt stmt, int64 id)
+LockKeyHere(IdemStmt stmt, int64 id, uint16 kind)
 {
 	LOCKTAG		tag;
 	LockAcquireResult res;
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
-						 (uint32) id, CLAIM_LOCKTAG_KIND);
+						 (uint32) id, kind);
 	res = LockAcquire(&tag, ExclusiveLock, false, stmt != IDEM_STMT_LOCK_KEY);
 	if (res == LOCKACQUIRE_NOT_AVAIL)
 		return false;
@@ -302,10 +307,12 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 	else
 		stmt = IDEM_STMT_PROBE_LOCK_KEY;
 
-	if (IdemCitusPresent())
-		got = LockKeyRouted(a, stmt, id);
+	if (!IdemCitusPresent())
+		got = LockKeyHere(stmt, id, CLAIM_LOCKTAG_KIND);
+	else if (IdemKeyShardIsLocal(a->nspid, a->scope))
+		got = LockKeyHere(stmt, id, CLAIM_LOCKTAG_SQL);
 	else
-		got = LockKeyHere(stmt, id);
+		got = LockKeyRouted(a, stmt, id);
 	if (got && stmt != IDEM_STMT_PROBE_LOCK_KEY)
 		key_locks++;
 	return got;

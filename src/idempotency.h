@@ -177,6 +177,9 @@ extern Oid	IdemKeysRelid(Oid nspid);
 extern bool IdemKeysHaveDueAt(Oid nspid);
 extern bool IdemCitusPresent(void);
 extern int	IdemPlanOptions(void);
+
+/* shards.c */
+extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
 extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);

@@ -437,9 +437,39 @@ SQL
 		fi
 		echo "$n +$total" >>"$OUT/memory.txt"
 	done
-	ok "citus/memory (400 idem_execute / idem_claim + idem_complete calls on each worker's own shards, after 100: the backend's memory grew $(awk '{ printf "%s%s by %s bytes", (NR > 1 ? ", " : ""), $1, substr($2, 2) }' "$OUT/memory.txt"))"
+	ok "citus/memory (400 idem_execute / idem_claim + idem_complete calls on each worker's own shards, after 100: the backend's memory changed by $(awk '{ printf "%s%s %s bytes", (NR > 1 ? ", " : ""), $1, substr($2, 2) }' "$OUT/memory.txt"))"
 }
 memory_check
+
+# 9c. the key lock without a statement where the call runs on the node
+# that holds the key's shard; through the routed statement elsewhere
+lock_local()
+{
+	local s1 s2 log=$OUT/lock-local.log here there
+	s1=$(scope_on worker1 lk-) && s2=$(scope_on worker2 lk-) || { notok citus/lock-local "no scopes"; return; }
+	q worker1 -v s1="$s1" -v s2="$s2" >"$log" 2>&1 <<'SQL'
+SET citus.log_local_commands = on;
+SET citus.log_remote_commands = on;
+SET client_min_messages = log;
+\echo HERE
+BEGIN;
+SELECT outcome FROM idem_claim('lk-1', NULL, :'s1');
+ROLLBACK;
+\echo THERE
+BEGIN;
+SELECT outcome FROM idem_claim('lk-1', NULL, :'s2');
+ROLLBACK;
+SQL
+	here=$(sed -n '/^HERE/,/^THERE/p' "$log" | grep -c 'advisory_xact_lock')
+	there=$(sed -n '/^THERE/,$p' "$log" | grep -c 'advisory_xact_lock')
+	if [ "$here" = 0 ] && [ "$there" -ge 1 ] && [ "$(grep -c '^ new' "$log")" = 2 ]; then
+		ok "citus/lock-local (a claim on worker1 of a scope it holds takes the key lock with no statement; of a scope on worker2, through the statement routed there)"
+	else
+		notok citus/lock-local "lock statements for the local scope: $here (0 wanted), for the remote one: $there (1 or more wanted):"
+		grep -E 'ERROR|advisory|new' "$log" | head -n 10 | sed 's/^/# /'
+	fi
+}
+lock_local
 
 # 10-11. wait => false while another session holds the key uncommitted
 S_W=$(scope_on worker1 wf-)

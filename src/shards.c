@@ -1,0 +1,163 @@
+/*-------------------------------------------------------------------------
+ *
+ * shards.c
+ *	  On Citus: does this node hold the shard of a key's scope?
+ *
+ * A claim takes the key's lock on the node that holds the key's shard
+ * (claim.c), through a statement routed to the key's row, so that every
+ * caller of a key, wherever it runs, meets the same lock.  When the call
+ * runs on that node itself (a call delegated by create_distributed_function,
+ * or made on the worker), the lock can be taken here without a statement:
+ * one statement fewer through Citus's planner and local executor for every
+ * new key.  This file answers the question the choice needs.
+ *
+ * It reads Citus's catalogs once per backend (SQL, as the caller: Citus
+ * grants them to PUBLIC) and keeps, for idempotency_keys hash-distributed
+ * by scope, each shard's hash range and whether this node holds a
+ * placement of it (its only one).  The scope's hash is Citus's own: the distribution
+ * column type's hash function (hashtext) under its collation.  Citus
+ * invalidates the distributed table's relcache entry whenever its shards
+ * or placements change (a move, a split, a rebalance), and that empties
+ * the list here.  A list read just before a move commits can be out of
+ * date for the rest of the statement; the key's lock then misses a caller
+ * on the other node, and what stays exact is what does not depend on the
+ * lock: the primary key lets one claim of the key commit.
+ *
+ * Anything else (no Citus, the table not distributed, distributed by
+ * another column, a reference or single-shard table) answers "not here",
+ * and the claim takes the routed statement as before.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "compat.h"
+#include "idempotency.h"
+
+/* One shard of idempotency_keys: its hash range, and whether it is here */
+typedef struct KeyShard
+{
+	int32		min;
+	int32		max;
+	bool		local;
+} KeyShard;
+
+static KeyShard *key_shards = NULL;	/* in TopMemoryContext */
+static int	key_shards_count = 0;
+static Oid	key_shards_relid = InvalidOid;	/* valid: the list is known */
+static Oid	key_shards_watch = InvalidOid;	/* the table the list is of */
+static uint32 key_shards_invals = 0;	/* invalidations of it seen */
+static Oid	key_shards_collation = InvalidOid;
+static bool key_shards_callback = false;
+
+/*
+ * idempotency_keys' shards: hash range, and whether this node holds the
+ * shard's only placement (with more than one, as under a replication
+ * factor above 1, Citus may run the routed statement on another); no row
+ * unless the table is hash-distributed by scope.
+ */
+static const char *const key_shards_sql =
+"SELECT s.shardminvalue::pg_catalog.int4, s.shardmaxvalue::pg_catalog.int4,"
+" COALESCE((SELECT pg_catalog.bool_and(p.groupid OPERATOR(pg_catalog.=) g.groupid)"
+"  FROM pg_catalog.pg_dist_placement p, pg_catalog.pg_dist_local_group g"
+"  WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid), false)"
+" FROM pg_catalog.pg_dist_shard s, pg_catalog.pg_dist_partition d"
+" WHERE d.logicalrelid OPERATOR(pg_catalog.=) $1"
+" AND s.logicalrelid OPERATOR(pg_catalog.=) $1"
+" AND d.partmethod OPERATOR(pg_catalog.=) 'h'"
+" AND pg_catalog.column_to_column_name(d.logicalrelid, d.partkey) OPERATOR(pg_catalog.=) 'scope'";
+
+/* The table's relcache entry was invalidated: read the shards again */
+static void
+KeyShardsInvalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == key_shards_watch)
+	{
+		key_shards_relid = InvalidOid;
+		key_shards_invals++;
+	}
+}
+
+/*
+ * Read the shard list of the table relid; inside SPI.  The list counts as
+ * known only if no invalidation of the table came in while it was read.
+ */
+static void
+ReadKeyShards(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+	int32		typmod;
+	Oid			typid;
+	KeyShard   *shards;
+	uint32		invals;
+
+	if (!key_shards_callback)
+	{
+		CacheRegisterRelcacheCallback(KeyShardsInvalidate, (Datum) 0);
+		key_shards_callback = true;
+	}
+	key_shards_watch = relid;
+	invals = key_shards_invals;
+	if (SPI_execute_with_args(key_shards_sql, 1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the shards of idempotency_keys");
+
+	shards = MemoryContextAllocZero(TopMemoryContext,
+									sizeof(KeyShard) * Max(SPI_processed, 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull[3];
+
+		shards[i].min = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull[0]));
+		shards[i].max = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull[1]));
+		shards[i].local = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull[2]));
+		if (isnull[0] || isnull[1] || isnull[2])
+			shards[i].local = false;
+	}
+	get_atttypetypmodcoll(relid, get_attnum(relid, "scope"), &typid, &typmod,
+						  &key_shards_collation);
+	if (key_shards != NULL)
+		pfree(key_shards);
+	key_shards = shards;
+	key_shards_count = (int) SPI_processed;
+	key_shards_relid = (key_shards_invals == invals) ? relid : InvalidOid;
+}
+
+/*
+ * Does this node hold the shard of scope in idempotency_keys (of the
+ * extension in schema nspid)?  False where Citus is not installed or the
+ * table is not hash-distributed by scope.  Must be called inside SPI.
+ */
+bool
+IdemKeyShardIsLocal(Oid nspid, text *scope)
+{
+	Oid			relid = IdemKeysRelid(nspid);
+	int32		hash;
+
+	if (!IdemCitusPresent())
+		return false;
+	if (key_shards_relid != relid || key_shards_watch != relid)
+		ReadKeyShards(relid);
+	if (key_shards_count == 0)
+		return false;
+
+	/* Citus's hash of the distribution column: its type's, under its collation */
+	hash = DatumGetInt32(DirectFunctionCall1Coll(hashtext, key_shards_collation,
+												 PointerGetDatum(scope)));
+	for (int i = 0; i < key_shards_count; i++)
+	{
+		if (hash >= key_shards[i].min && hash <= key_shards[i].max)
+			return key_shards[i].local;
+	}
+	return false;
+}
