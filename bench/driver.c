@@ -32,6 +32,14 @@
  *                the client compares the hash)
  *   claim_only   idem_claim alone, autocommit (bench/profile.sh: the claim's
  *                own cost; a new key is left processing)               1
+ *   spi_floor    the SPI floor (bench/floor/idem_floor.c): idem_execute
+ *                reduced to its statements run through SPI (read the key's
+ *                row in limit_keys, insert the payment, insert the key row),
+ *                the hash computed here as for the limit                1
+ *                (replay: the same call finds the row, 1)
+ *   spi_floor_explicit  the explicit pattern's floor: BEGIN;
+ *                spi_floor_claim (one INSERT ... ON CONFLICT); INSERT;
+ *                spi_floor_complete (one UPDATE); COMMIT                5
  * Modes:
  *   new          every request a fresh random UUID key
  *   replay       every request a duplicate of one of --keys completed keys
@@ -39,8 +47,9 @@
  *   contention   all clients race 4 live keys that change every 50
  *                requests; then exactly-once is checked: one payment per
  *                key, and every answer a client got names that payment.
- *                (not limit or claim_only: a duplicate of limit's one
- *                statement fails on limit_keys' primary key.)
+ *                (not limit, claim_only or the spi_floor variants: a
+ *                duplicate of limit's one statement fails on limit_keys'
+ *                primary key, and the floors check nothing.)
  *
  * Output, one line for run.sh, then notes:
  *   RESULT variant mode requests tps p50_ms p99_ms wal_bytes_per_req errors
@@ -79,11 +88,12 @@
 #define RETRY_SLEEP_US 1000		/* Redis 409: the client tries again after */
 #define REDIS_PREFIX "payment-gateway:idem:"
 
-enum variant { V_FLOOR, V_ON_CONFLICT, V_PLPGSQL, V_REDIS, V_CLAIM, V_EXECUTE, V_LIMIT, V_CLAIM_ONLY };
+enum variant { V_FLOOR, V_ON_CONFLICT, V_PLPGSQL, V_REDIS, V_CLAIM, V_EXECUTE, V_LIMIT, V_CLAIM_ONLY,
+V_SPI_FLOOR, V_SPI_FLOOR_EXPLICIT };
 enum mode { M_NEW, M_REPLAY, M_CONTENTION };
 static const char *variant_names[] = {"floor", "on_conflict", "plpgsql", "redis", "claim", "execute", "limit",
-"claim_only"};
-#define N_VARIANTS 8
+"claim_only", "spi_floor", "spi_floor_explicit"};
+#define N_VARIANTS 10
 static const char *mode_names[] = {"new", "replay", "contention"};
 
 static const char *opt_pg = NULL;
@@ -309,7 +319,7 @@ static long
 do_claim_pattern(Client *c, const char *key, const char *req, int *was_new, const char *claim_stmt,
 				 const char *complete_stmt)
 {
-	const char *cv[3] = {key, req, SCOPE};
+	const char *cv[3] = {key, req, SCOPE};	/* req: the request, or for a floor its hash */
 	PGresult   *r;
 	long		id = -1;
 
@@ -467,6 +477,26 @@ one_request(Client *c, const char *key, int *was_new, int *got_answer)
 				}
 				return do_claim_pattern(c, key, req, was_new, claim, complete);
 			}
+		case V_SPI_FLOOR:
+			{
+				char		hash[80];
+				const char *v[5] = {SCOPE, key, hash, key, AMOUNT};
+
+				request_hash_hex(req, hash);
+				if ((r = execp(c, "spi_floor", 5, v)) == NULL)
+					return -1;
+				id = id_in(PQgetvalue(r, 0, 0));
+				*was_new = opt_mode == M_NEW;
+				PQclear(r);
+				return id;
+			}
+		case V_SPI_FLOOR_EXPLICIT:
+			{
+				char		hash[80];
+
+				request_hash_hex(req, hash);
+				return do_claim_pattern(c, key, hash, was_new, "floor_claim", "floor_complete");
+			}
 		case V_EXECUTE:
 			{
 				const char *v[5] = {key, req, SCOPE, key, AMOUNT};
@@ -598,6 +628,14 @@ connect_client(Client *c)
 				"INSERT INTO limit_keys (scope, key, request_hash, response) "
 				"SELECT $1, $2, $3::bytea, jsonb_build_object('id', p.id) FROM p RETURNING response");
 		prepare(c, "limit_replay", "SELECT request_hash, response FROM limit_keys WHERE scope = $1 AND key = $2");
+	}
+	/* the SPI floor (bench/floor/floor.sql) */
+	if (opt_variant == V_SPI_FLOOR)
+		prepare(c, "spi_floor", "SELECT spi_floor_execute($1, $2, $3::bytea, $4, $5::int)");
+	if (opt_variant == V_SPI_FLOOR_EXPLICIT)
+	{
+		prepare(c, "floor_claim", "SELECT CASE WHEN spi_floor_claim($3, $1, $2::bytea) THEN 'new' ELSE 'taken' END");
+		prepare(c, "floor_complete", "SELECT spi_floor_complete($3, $1, $2::jsonb)");
 	}
 	if (opt_variant == V_REDIS)
 	{
@@ -1005,8 +1043,11 @@ main(int argc, char **argv)
 		die("floor runs in mode new only");
 	if (opt_variant == V_ON_CONFLICT && opt_mode == M_REPLAY)
 		die("on_conflict has no replay mode (it stores no response)");
-	if ((opt_variant == V_LIMIT || opt_variant == V_CLAIM_ONLY) && opt_mode == M_CONTENTION)
+	if ((opt_variant == V_LIMIT || opt_variant == V_CLAIM_ONLY || opt_variant == V_SPI_FLOOR) &&
+		opt_mode == M_CONTENTION)
 		die("%s has no contention mode", variant_names[opt_variant]);
+	if (opt_variant == V_SPI_FLOOR_EXPLICIT && opt_mode != M_NEW)
+		die("spi_floor_explicit runs in mode new only");
 
 	mon = PQconnectdb(opt_pg);
 	if (PQstatus(mon) != CONNECTION_OK)

@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 CALLS=500
 WARM=20
 KEYS=10000
-PATHS="floor:new limit:new claim_only:new claim:replay claim:new execute:new execute:replay plpgsql:new plpgsql:replay limit:replay"
+PATHS="floor:new limit:new spi_floor:new claim_only:new claim:replay claim:new spi_floor_explicit:new execute:new execute:replay spi_floor:replay plpgsql:new plpgsql:replay limit:replay"
 BUILD=1
 SAVE=0
 KEEP=""
@@ -54,6 +54,7 @@ log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 apt_install gcc make libc6-dev procps postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
 	libpq-dev libssl-dev libhiredis-dev valgrind
 if [ "$BUILD" = 1 ]; then log "build and install the extension"; build_and_install >/dev/null; fi
+build_and_install_floor >/dev/null
 make_workdir
 cleanup() { local rc=$?; stop_server "$WORK/data"; rm -rf "$WORK"; exit "$rc"; }
 trap cleanup EXIT
@@ -79,6 +80,7 @@ log "set up: extension, tables, $KEYS completed keys"
 sql -d postgres -c "CREATE EXTENSION idempotency" -c "CREATE ROLE app LOGIN IN ROLE idempotency_app" \
 	-c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
 sql -U app -d postgres -f bench/schema.sql -f bench/plpgsql_reference.sql >/dev/null
+sql -d postgres -f bench/floor/floor.sql >/dev/null
 sql -d postgres -c "INSERT INTO idempotency_keys (scope, key, status, response_code, token, created_at, updated_at,
         expires_at, request_hash, response, due_at)
     SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('idempotency_token_seq'), now(), now(),
@@ -113,6 +115,9 @@ label()
 	floor:new) echo "floor: INSERT INTO payments ... RETURNING id (autocommit)" ;;
 	limit:new) echo "limit: WITH p AS (INSERT INTO payments ...) INSERT INTO limit_keys ... (autocommit)" ;;
 	limit:replay) echo "limit replay: SELECT request_hash, response FROM limit_keys by primary key" ;;
+	spi_floor:new) echo "SPI floor: spi_floor_execute (bench/floor): read, payment INSERT, key INSERT, through SPI" ;;
+	spi_floor:replay) echo "SPI floor replay: spi_floor_execute finds the key's row" ;;
+	spi_floor_explicit:new) echo "SPI floor, explicit: BEGIN; spi_floor_claim; INSERT; spi_floor_complete; COMMIT" ;;
 	claim_only:new) echo "idem_claim alone, new key (autocommit; the key is left processing)" ;;
 	claim:replay) echo "idem_claim, replay (autocommit, read-only)" ;;
 	claim:new) echo "explicit pattern, new key: BEGIN; idem_claim; INSERT; idem_complete; COMMIT" ;;

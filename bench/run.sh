@@ -7,7 +7,7 @@
 #   bash bench/run.sh            default: 3 alternating rounds x 8 s per variant (~9 min)
 #   bash bench/run.sh --quick    1 round x 4 s (~2.5 min; for a look, not for the README)
 #   bash bench/run.sh --check    contention mode only, 2 s each: exactly-once, no timing (for tests)
-#   bash bench/run.sh --scale    claim latency with 100,000 vs 10,000,000 keys (~10 min, ~8 GB in /tmp;
+#   bash bench/run.sh --scale    claim latency with 100,000 vs 10,000,000 keys, the limit beside (~20 min, ~12 GB in /tmp;
 #                                SMALL=... LARGE=... to change the sizes)
 #   options: --rounds N --seconds S --clients N --no-build (use the installed extension)
 #            --no-save (do not write bench/results/)
@@ -85,6 +85,8 @@ if [ "$BUILD" = 1 ]; then
 	log "build and install the extension"
 	build_and_install >/dev/null
 fi
+log "build and install the SPI floor (bench/floor)"
+build_and_install_floor >/dev/null
 make_workdir
 REDIS_PID=""
 cleanup()
@@ -163,6 +165,7 @@ schema()   # $1: database
 }
 sql -d postgres -c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
 schema postgres
+sql -d postgres -f bench/floor/floor.sql >/dev/null
 
 fill_keys()   # $1 $2: completed keys key_of($1) .. key_of($2) in idempotency_keys, as a completed claim leaves them
 {
@@ -170,6 +173,13 @@ fill_keys()   # $1 $2: completed keys key_of($1) .. key_of($2) in idempotency_ke
 	        expires_at, request_hash, response, due_at)
 	    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('idempotency_token_seq'), now(), now(),
 	        now() + interval '24 h', idem_request_hash($REQ_OF), jsonb_build_object('id', i), now() + interval '24 h'
+	    FROM generate_series($1, $2) i"
+}
+
+fill_limit_keys()   # $1 $2: the same keys in the limit's limit_keys
+{
+	sql -d postgres -c "INSERT INTO limit_keys (scope, key, request_hash, response)
+	    SELECT 'merchant-42', $KEY_OF, $LIMIT_HASH_OF, jsonb_build_object('id', i)
 	    FROM generate_series($1, $2) i"
 }
 
@@ -187,18 +197,23 @@ machine()
 # ============================================================ --scale
 if [ "$WHAT" = scale ]; then
 	OUT=$WORK/report.txt
-	measure_scale()   # $1 keys: rounds of idem_claim replay and idem_execute new
+	# $1 keys: rounds of idem_claim replay, idem_execute new and the limit
+	# new (its limit_keys holds as many keys, of the same distribution)
+	measure_scale()
 	{
 		local n=$1 r
 		driver --variant claim --mode replay --keys "$n" --seconds 2 --warmup 1 >/dev/null
 		driver --variant execute --mode new --seconds 2 --warmup 1 >/dev/null
+		driver --variant limit --mode new --seconds 2 --warmup 1 >/dev/null
 		for r in $(seq "$ROUNDS"); do
 			driver --variant claim --mode replay --keys "$n" --seconds "$RUN_SECONDS" --warmup "$WARMUP" | sed -n "s/^RESULT /$n /p"
 			driver --variant execute --mode new --seconds "$RUN_SECONDS" --warmup "$WARMUP" | sed -n "s/^RESULT /$n /p"
+			driver --variant limit --mode new --seconds "$RUN_SECONDS" --warmup "$WARMUP" | sed -n "s/^RESULT /$n /p"
 		done
 	}
 	log "$SMALL completed keys"
 	fill_keys 1 "$SMALL" >/dev/null
+	fill_limit_keys 1 "$SMALL" >/dev/null
 	sql -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
 	small_size=$(sql -d postgres -c "SELECT pg_size_pretty(pg_total_relation_size('idempotency_keys'))")
 	measure_scale "$SMALL" >"$WORK/scale.txt"
@@ -208,28 +223,33 @@ if [ "$WHAT" = scale ]; then
 	for ((from = SMALL + 1; from <= LARGE; from += step)); do
 		to=$((from + step - 1)); [ "$to" -gt "$LARGE" ] && to=$LARGE
 		fill_keys "$from" "$to" >/dev/null
+		fill_limit_keys "$from" "$to" >/dev/null
 		log "  $to keys, $(( $(date +%s) - t0 )) s"
 	done
 	t1=$(date +%s)
-	sql -d postgres -c "VACUUM ANALYZE idempotency_keys" -c CHECKPOINT
+	sql -d postgres -c "VACUUM ANALYZE idempotency_keys" -c "VACUUM ANALYZE limit_keys" -c CHECKPOINT
 	t2=$(date +%s)
 	large_size=$(sql -d postgres -c "SELECT pg_size_pretty(pg_total_relation_size('idempotency_keys'))")
 	measure_scale "$LARGE" >>"$WORK/scale.txt"
 	{
 		echo "# bench/run.sh --scale"
 		machine
-		echo "fill: $(commas $((LARGE - SMALL))) completed keys by INSERT ... SELECT generate_series in $((t1 - t0)) s, VACUUM ANALYZE $((t2 - t1)) s; idempotency_keys $small_size at $(commas "$SMALL") keys, $large_size at $(commas "$LARGE") keys"
-		echo "each figure: median of $ROUNDS runs of ${RUN_SECONDS} s after a warm-up; replays pick keys uniformly among all keys in the table; new keys are random UUIDs"
+		echo "fill: $(commas $((LARGE - SMALL))) completed keys by INSERT ... SELECT generate_series in $((t1 - t0)) s (into idempotency_keys and into the limit's limit_keys), VACUUM ANALYZE $((t2 - t1)) s; idempotency_keys $small_size at $(commas "$SMALL") keys, $large_size at $(commas "$LARGE") keys"
+		echo "each figure: median of $ROUNDS runs of ${RUN_SECONDS} s after a warm-up; replays pick keys uniformly among all keys in the table; new keys are random UUIDs, for idem_execute and for the limit (payment + bare key row in one statement, limit_keys as full as idempotency_keys)"
 		echo
 		echo "| keys in table | pattern | tps | p50 ms | p99 ms | p99 vs $(commas "$SMALL") keys | other load (cores) |"
 		echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"
-		for v in "claim replay" "execute new"; do
+		for v in "claim replay" "execute new" "limit new"; do
 			for n in "$SMALL" "$LARGE"; do
 				awk -v n="$n" -v v="$v" '$1 == n && ($2 " " $3) == v' "$WORK/scale.txt" >"$WORK/sel.txt"
 				med() { awk -v c="$1" '{print $c}' "$WORK/sel.txt" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 				p99=$(med 7)
 				[ "$n" = "$SMALL" ] && base=$p99
-				label="idem_claim, replay (1 round trip)"; [ "$v" = "execute new" ] && label="idem_execute, new key (1 round trip)"
+				case $v in
+				"claim replay") label="idem_claim, replay (1 round trip)" ;;
+				"execute new") label="idem_execute, new key (1 round trip)" ;;
+				*) label="limit: payment + bare key row, one statement (1 round trip)" ;;
+				esac
 				printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$(commas "$n")" "$label" "$(commas "$(med 5)")" \
 					"$(med 6)" "$p99" "$(awk -v a="$p99" -v b="$base" 'BEGIN {printf "%.2fx", a / b}')" "$(med 16)"
 			done
@@ -345,8 +365,8 @@ sql -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
 if [ "$WHAT" = check ]; then
 	RUNS="on_conflict:contention plpgsql:contention redis:contention claim:contention execute:contention"
 else
-	RUNS="floor:new on_conflict:new limit:new plpgsql:new redis:new claim:new execute:new
-	      limit:replay plpgsql:replay redis:replay claim:replay execute:replay
+	RUNS="floor:new on_conflict:new limit:new spi_floor:new spi_floor_explicit:new plpgsql:new redis:new claim:new execute:new
+	      limit:replay spi_floor:replay plpgsql:replay redis:replay claim:replay execute:replay
 	      on_conflict:contention plpgsql:contention redis:contention claim:contention execute:contention"
 fi
 RAW=$WORK/raw.txt
@@ -448,6 +468,9 @@ label()
 	execute:contention) echo "extension: idem_execute (1)" ;;
 	limit:new) echo "limit: one statement, payment + bare key row, no checks (1)" ;;
 	limit:replay) echo "limit: SELECT hash, response by primary key, hash checked by the client (1)" ;;
+	spi_floor:new) echo "SPI floor: idem_execute's statements alone, through SPI, in limit_keys (1)" ;;
+	spi_floor:replay) echo "SPI floor: the key's row read through SPI, hash checked by no one (1)" ;;
+	spi_floor_explicit:new) echo "SPI floor, explicit: BEGIN, 1-statement claim, INSERT, 1-statement complete, COMMIT (5)" ;;
 	esac
 }
 OUT=$WORK/report.txt

@@ -73,6 +73,16 @@ build_and_install()
 		make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
 }
 
+# The benchmark's SPI floor (bench/floor), built and installed beside the
+# extension for bench/run.sh and bench/profile.sh; its functions come from
+# bench/floor/floor.sql.
+build_and_install_floor()
+{
+	make -s -C bench/floor PG_CONFIG="$PG_BIN/pg_config" clean >/dev/null &&
+		make -s -C bench/floor PG_CONFIG="$PG_BIN/pg_config" &&
+		make -s -C bench/floor PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
+}
+
 # A copy of the tree that the postgres user owns, for servers and test
 # outputs: WORK.  Created under $IDEM_TMP when set (test/run.sh sets it so
 # that everything its child scripts start lives under its own directory).

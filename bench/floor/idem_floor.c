@@ -1,0 +1,148 @@
+/*-------------------------------------------------------------------------
+ *
+ * idem_floor.c
+ *	  The benchmark's SPI floor: the least any extension can do that keeps
+ *	  idempotency keys in a table and reaches it only through SQL, run from
+ *	  C through SPI (as idempotency does, so that the table can be a Citus
+ *	  shell).  Not part of the extension; bench/run.sh and bench/profile.sh
+ *	  build it and measure it beside the extension.
+ *
+ * spi_floor_execute is idem_execute with nothing but its statements: read
+ * the key's row (a replay returns its response), insert the payment, insert
+ * the key row with the response.  No request hash computed (the client
+ * passes one, as to the limit), no check, no lock, no token, no lease, no
+ * subtransaction, no pinned search_path, no result row type.
+ * spi_floor_claim and spi_floor_complete are the explicit pattern's two
+ * calls with one statement each: an INSERT ... ON CONFLICT DO NOTHING of
+ * the key row, an UPDATE of its response.  The table is the limit's
+ * limit_keys (primary key, request hash, response), so the floor differs
+ * from the limit only in running its statements through SPI.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+
+PG_MODULE_MAGIC;
+
+PG_FUNCTION_INFO_V1(spi_floor_execute);
+PG_FUNCTION_INFO_V1(spi_floor_claim);
+PG_FUNCTION_INFO_V1(spi_floor_complete);
+
+typedef enum FloorStmt
+{
+	FLOOR_READ,
+	FLOOR_PAY,
+	FLOOR_KEY,
+	FLOOR_CLAIM,
+	FLOOR_COMPLETE,
+	FLOOR_NUM_STMTS
+} FloorStmt;
+
+static const struct
+{
+	const char *sql;
+	int			nargs;
+	Oid			types[4];
+}			floor_stmts[FLOOR_NUM_STMTS] = {
+	[FLOOR_READ] = {"SELECT response FROM public.limit_keys WHERE scope = $1 AND key = $2",
+	2, {TEXTOID, TEXTOID}},
+	[FLOOR_PAY] = {"INSERT INTO public.payments (order_id, amount) VALUES ($1, $2) RETURNING id",
+	2, {TEXTOID, INT4OID}},
+	[FLOOR_KEY] = {"INSERT INTO public.limit_keys (scope, key, request_hash, response)"
+		" VALUES ($1, $2, $3, pg_catalog.jsonb_build_object('id', $4::bigint)) RETURNING response",
+	4, {TEXTOID, TEXTOID, BYTEAOID, INT8OID}},
+	[FLOOR_CLAIM] = {"INSERT INTO public.limit_keys (scope, key, request_hash) VALUES ($1, $2, $3)"
+		" ON CONFLICT DO NOTHING RETURNING true",
+	3, {TEXTOID, TEXTOID, BYTEAOID}},
+	[FLOOR_COMPLETE] = {"UPDATE public.limit_keys SET response = $3 WHERE scope = $1 AND key = $2",
+	3, {TEXTOID, TEXTOID, JSONBOID}},
+};
+
+static SPIPlanPtr floor_plans[FLOOR_NUM_STMTS];
+
+/* Run one statement (prepared and kept on first use); returns its row count */
+static uint64
+FloorRun(FloorStmt stmt, Datum *values)
+{
+	if (floor_plans[stmt] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(floor_stmts[stmt].sql, floor_stmts[stmt].nargs,
+									   (Oid *) floor_stmts[stmt].types);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare \"%s\"", floor_stmts[stmt].sql);
+		floor_plans[stmt] = plan;
+	}
+	if (SPI_execute_plan(floor_plans[stmt], values, NULL, false, 0) < 0)
+		elog(ERROR, "could not run \"%s\"", floor_stmts[stmt].sql);
+	return SPI_processed;
+}
+
+/*
+ * The first column of the statement's first row: a bigint, or a jsonb
+ * copied out of SPI's memory (it is the function's result)
+ */
+static Datum
+FloorResult(bool jsonb)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+	if (isnull)
+		elog(ERROR, "unexpected null");
+	return jsonb ? SPI_datumTransfer(d, false, -1) : d;
+}
+
+/* spi_floor_execute(scope, key, request_hash, order_id, amount) RETURNS jsonb */
+Datum
+spi_floor_execute(PG_FUNCTION_ARGS)
+{
+	Datum		read[2] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)};
+	Datum		pay[2] = {PG_GETARG_DATUM(3), PG_GETARG_DATUM(4)};
+	Datum		key[4] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), 0};
+	Datum		response;
+
+	SPI_connect();
+	if (FloorRun(FLOOR_READ, read) == 1)
+		response = FloorResult(true);
+	else
+	{
+		FloorRun(FLOOR_PAY, pay);
+		key[3] = FloorResult(false);
+		FloorRun(FLOOR_KEY, key);
+		response = FloorResult(true);
+	}
+	SPI_finish();
+	PG_RETURN_DATUM(response);
+}
+
+/* spi_floor_claim(scope, key, request_hash) RETURNS boolean: new? */
+Datum
+spi_floor_claim(PG_FUNCTION_ARGS)
+{
+	Datum		args[3] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
+	bool		claimed;
+
+	SPI_connect();
+	claimed = FloorRun(FLOOR_CLAIM, args) == 1;
+	SPI_finish();
+	PG_RETURN_BOOL(claimed);
+}
+
+/* spi_floor_complete(scope, key, response) RETURNS void */
+Datum
+spi_floor_complete(PG_FUNCTION_ARGS)
+{
+	Datum		args[3] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
+
+	SPI_connect();
+	if (FloorRun(FLOOR_COMPLETE, args) != 1)
+		elog(ERROR, "no key row to complete");
+	SPI_finish();
+	PG_RETURN_VOID();
+}
