@@ -177,9 +177,6 @@ extern Oid	IdemKeysRelid(Oid nspid);
 extern bool IdemKeysHaveDueAt(Oid nspid);
 extern bool IdemCitusPresent(void);
 extern int	IdemPlanOptions(void);
-
-/* shards.c */
-extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
 extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
@@ -249,6 +246,9 @@ extern IdemOutcome IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values,
 extern const char *IdemOutcomeName(IdemOutcome outcome);
 extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
 extern void IdemClaimInit(void);
+
+/* shards.c */
+extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
 
 /* hash.c */
 extern bytea *IdemHashJsonb(Datum jsonb);

@@ -13,9 +13,9 @@
  *
  * It reads Citus's catalogs once per backend (SQL, as the caller: Citus
  * grants them to PUBLIC) and keeps, for idempotency_keys hash-distributed
- * by scope, each shard's hash range and whether this node holds a
- * placement of it (its only one).  The scope's hash is Citus's own: the distribution
- * column type's hash function (hashtext) under its collation.  Citus
+ * by scope, each shard's hash range and whether this node holds its only
+ * placement.  The scope's hash is Citus's own: the distribution column
+ * type's hash function (hashtext) under the column's collation.  Citus
  * invalidates the distributed table's relcache entry whenever its shards
  * or placements change (a move, a split, a rebalance), and that empties
  * the list here.  A list read just before a move commits can be out of
@@ -146,7 +146,7 @@ IdemKeyShardIsLocal(Oid nspid, text *scope)
 
 	if (!IdemCitusPresent())
 		return false;
-	if (key_shards_relid != relid || key_shards_watch != relid)
+	if (key_shards_relid != relid)
 		ReadKeyShards(relid);
 	if (key_shards_count == 0)
 		return false;
