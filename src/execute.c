@@ -93,6 +93,7 @@ typedef struct ExecPlan
 	int			nargs;
 	Oid			argtypes[FUNC_MAX_ARGS];
 	SPIPlanPtr	plan;
+	int			options;		/* cursor options it was prepared with */
 	int			pins;			/* calls running it now (nested calls) */
 } ExecPlan;
 
@@ -203,7 +204,7 @@ CheckStatementKind(SPIPlanPtr plan, IdemClaimArgs *a)
 static SPIPlanPtr
 PrepareStatement(const char *sql, int nargs, Oid *argtypes, IdemClaimArgs *a)
 {
-	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, IdemPlanOptions());
+	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, IdemPlanOptions(a->nspid));
 
 	if (plan == NULL)
 		ereport(ERROR,
@@ -251,12 +252,13 @@ StatementPlan(const char *sql, int nargs, Oid *argtypes, IdemClaimArgs *a)
 {
 	ExecPlan   *slot;
 	SPIPlanPtr	plan;
+	int			options = IdemPlanOptions(a->nspid);
 
 	for (int i = 0; i < EXEC_CACHE_SIZE; i++)
 	{
 		ExecPlan   *p = &exec_cache[i];
 
-		if (p->plan != NULL && p->nargs == nargs &&
+		if (p->plan != NULL && p->nargs == nargs && p->options == options &&
 			strcmp(p->sql, sql) == 0 &&
 			memcmp(p->argtypes, argtypes, sizeof(Oid) * nargs) == 0)
 			return p;
@@ -276,6 +278,7 @@ StatementPlan(const char *sql, int nargs, Oid *argtypes, IdemClaimArgs *a)
 	slot->nargs = nargs;
 	memcpy(slot->argtypes, argtypes, sizeof(Oid) * nargs);
 	slot->plan = plan;
+	slot->options = options;
 	return slot;
 }
 
@@ -415,7 +418,7 @@ RunStatement(ExecStatement *st, IdemClaimArgs *a)
 	int			rc;
 
 	CheckPlannedKind(st->plan, a);
-	rc = SPI_execute_plan(st->plan->plan, st->values, st->nulls, false, 2);
+	rc = IdemRunPlan(st->plan->plan, st->values, st->nulls, false, 2);
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 

@@ -176,7 +176,9 @@ extern TupleDesc IdemResultDesc(FunctionCallInfo fcinfo);
 extern Oid	IdemKeysRelid(Oid nspid);
 extern bool IdemKeysHaveDueAt(Oid nspid);
 extern bool IdemCitusPresent(void);
-extern int	IdemPlanOptions(void);
+extern int	IdemPlanOptions(Oid nspid);
+extern int	IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls,
+						bool read_only, long count);
 extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);

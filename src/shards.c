@@ -18,10 +18,11 @@
  * type's hash function (hashtext) under the column's collation.  Citus
  * invalidates the distributed table's relcache entry whenever its shards
  * or placements change (a move, a split, a rebalance), and that empties
- * the list here.  A list read just before a move commits can be out of
- * date for the rest of the statement; the key's lock then misses a caller
- * on the other node, and what stays exact is what does not depend on the
- * lock: the primary key lets one claim of the key commit.
+ * the list here; it is read again under the latest snapshot.  A list read
+ * just before a move commits is out of date until the invalidation comes
+ * in (at the next lock this backend takes); the key's lock then misses a
+ * caller on the other node, and what stays exact is what does not depend
+ * on the lock: the primary key lets one claim of the key commit.
  *
  * Anything else (no Citus, the table not distributed, distributed by
  * another column, a reference or single-shard table) answers "not here",
@@ -38,6 +39,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "compat.h"
 #include "idempotency.h"
@@ -107,8 +109,16 @@ ReadKeyShards(Oid relid)
 	}
 	key_shards_watch = relid;
 	invals = key_shards_invals;
+	/*
+	 * The latest snapshot, not the statement's: an invalidation from a move
+	 * that committed after the statement's snapshot was taken must not be
+	 * answered with the placements from before it (Citus reads its own
+	 * metadata the same way).
+	 */
+	PushActiveSnapshot(GetLatestSnapshot());
 	if (SPI_execute_with_args(key_shards_sql, 1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the shards of idempotency_keys");
+	PopActiveSnapshot();
 
 	shards = MemoryContextAllocZero(TopMemoryContext,
 									sizeof(KeyShard) * Max(SPI_processed, 1));

@@ -36,6 +36,8 @@
 #include "access/detoast.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -455,10 +457,49 @@ IdemCitusPresent(void)
  * grew by about 160 kB a call, without end (test/citus, citus/memory).
  * A custom plan does that planning once per execution too, and frees it.
  */
-int
-IdemPlanOptions(void)
+static int
+PlanOptionsNow(void)
 {
 	return IdemCitusPresent() ? CURSOR_OPT_CUSTOM_PLAN : 0;
+}
+
+/*
+ * The cursor options for a statement to keep, as known for the table of
+ * schema nspid (read again with its shape, after a relcache invalidation:
+ * distributing the table sends one).
+ */
+int
+IdemPlanOptions(Oid nspid)
+{
+	(void) IdemKeysHaveDueAt(nspid);
+	return plans_options;
+}
+
+/*
+ * SPI_execute_plan of a plan prepared with IdemPlanOptions.  The setting
+ * plan_cache_mode = force_generic_plan outranks a plan's own
+ * CURSOR_OPT_CUSTOM_PLAN; under Citus it is set to force_custom_plan for
+ * the execution, so that no role or database setting brings the growth
+ * back.
+ */
+int
+IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
+			long count)
+{
+	int			level = -1;
+	int			rc;
+
+	if (plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN && IdemCitusPresent())
+	{
+		level = NewGUCNestLevel();
+		(void) set_config_option("plan_cache_mode", "force_custom_plan",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	rc = SPI_execute_plan(plan, values, nulls, read_only, count);
+	if (level >= 0)
+		AtEOXact_GUC(true, level);
+	return rc;
 }
 
 /*
@@ -473,7 +514,7 @@ IdemKeysHaveDueAt(Oid nspid)
 	{
 		Oid			relid = IdemKeysRelid(nspid);
 		bool		has = get_attnum(relid, "due_at") != InvalidAttrNumber;
-		int			options = IdemPlanOptions();
+		int			options = PlanOptionsNow();
 
 		if (has != keys_have_due_at || options != plans_options)
 			FreePlans();
@@ -829,7 +870,7 @@ IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 	int			rc;
 
 	BindArgs(stmt, s, args, values, nulls);
-	rc = SPI_execute_plan(s->plan, values, nulls, read_only, count);
+	rc = IdemRunPlan(s->plan, values, nulls, read_only, count);
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 	return (int) SPI_processed;
