@@ -91,14 +91,6 @@ SameRequest(bytea *stored, bytea *given)
 			   VARSIZE_ANY_EXHDR(given)) == 0;
 }
 
-/* The enum value 'processing' of the status column type */
-static Datum
-ProcessingStatus(TupleDesc desc)
-{
-	return DirectFunctionCall2(enum_in, CStringGetDatum("processing"),
-							   ObjectIdGetDatum(TupleDescAttr(desc, CLAIM_STATUS)->atttypid));
-}
-
 /* Each outcome's name (idem_claim's outcome column) and counter */
 static const struct
 {
@@ -506,7 +498,7 @@ PackWritten(IdemClaimArgs *a, IdemOutcome outcome, const IdemRow *row,
 static void
 PackBusy(TupleDesc desc, Datum *values, bool *nulls)
 {
-	SetResult(values, nulls, CLAIM_STATUS, ProcessingStatus(desc));
+	SetResult(values, nulls, CLAIM_STATUS, IdemStatusValue(TupleDescAttr(desc, CLAIM_STATUS)->atttypid, IDEM_PROCESSING));
 	SetResult(values, nulls, CLAIM_RETRY_AFTER,
 			  IntervalPGetDatum(IdemSecondsInterval(CLAIM_UNCOMMITTED_RETRY_SECONDS)));
 }

@@ -173,6 +173,7 @@ IdemKeyArgs(text *scope, text *key)
 /* store.c */
 extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
 extern TupleDesc IdemResultDesc(FunctionCallInfo fcinfo);
+extern Datum IdemStatusValue(Oid typid, IdemStatus status);
 extern Oid	IdemKeysRelid(Oid nspid);
 extern bool IdemKeysHaveDueAt(Oid nspid);
 extern bool IdemCitusPresent(void);

@@ -126,9 +126,7 @@ static const struct
 
 static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	[IDEM_STMT_SELECT] =
-	"SELECT status, CASE WHEN status" EQ "'processing' THEN 0"
-	" WHEN status" EQ "'completed' THEN 1 ELSE 2 END AS status_code,"
-	" request_hash, response_code, response, token, locked_until,"
+	"SELECT status, request_hash, response_code, response, token, locked_until,"
 	" recovery_point, retryable, expires_at"
 	" FROM " KEYS WHERE_KEY,
 
@@ -178,8 +176,7 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	" response = :response, expires_at = " SHIFTED_EXPIRY(":now_epoch") ","
 	DUE_AT_NO_LATER_THAN(SHIFTED_EXPIRY(":now_epoch")) ","
 	" locked_until = NULL, updated_at = :now"
-	WHERE_KEY AND_TOKEN AND_PROCESSING
-	" RETURNING status",
+	WHERE_KEY AND_TOKEN AND_PROCESSING,
 
 	[IDEM_STMT_FAIL] =
 	"UPDATE " KEYS " SET status = 'failed', retryable = :retryable,"
@@ -284,8 +281,7 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
 	" expires_at, request_hash, response_code, response, due_at)"
 	" VALUES (:scope, :key, 'completed', :new_token, :now, :now,"
-	" :expires_at, :request_hash, :response_code, :response, :expires_at)"
-	" RETURNING token, status",
+	" :expires_at, :request_hash, :response_code, :response, :expires_at)",
 };
 
 /*
@@ -324,8 +320,7 @@ static const char *const stmt_sql_v02[IDEM_NUM_STMTS] = {
 	"UPDATE " KEYS " SET status = 'completed', response_code = :response_code,"
 	" response = :response, expires_at = " SHIFTED_EXPIRY(":now_epoch") ","
 	" locked_until = NULL, updated_at = :now"
-	WHERE_KEY AND_TOKEN AND_PROCESSING
-	" RETURNING status",
+	WHERE_KEY AND_TOKEN AND_PROCESSING,
 
 	[IDEM_STMT_FAIL] =
 	"UPDATE " KEYS " SET status = 'failed', retryable = :retryable,"
@@ -358,8 +353,7 @@ static const char *const stmt_sql_v02[IDEM_NUM_STMTS] = {
 	"INSERT INTO " KEYS " (scope, key, status, token, created_at, updated_at,"
 	" expires_at, request_hash, response_code, response)"
 	" VALUES (:scope, :key, 'completed', :new_token, :now, :now,"
-	" :expires_at, :request_hash, :response_code, :response)"
-	" RETURNING token, status",
+	" :expires_at, :request_hash, :response_code, :response)",
 };
 
 /* A saved plan and the parameters its $1, $2, ... stand for */
@@ -899,11 +893,69 @@ IdemExecuteOn(IdemStmt stmt, const char *relation, const IdemArgs *args)
 	return (int) SPI_processed;
 }
 
+/*
+ * The status type's three values (enum OIDs), for the type typid, read once
+ * per backend: a row's status is compared with them, and a row written
+ * without RETURNING gets its status from them.  Kept until the type
+ * changes (a syscache callback on pg_type).
+ */
+static const char *const status_labels[] = {
+	[IDEM_PROCESSING] = "processing",
+	[IDEM_COMPLETED] = "completed",
+	[IDEM_FAILED] = "failed",
+};
+
+static Oid	status_typid = InvalidOid;
+static Datum status_values[lengthof(status_labels)];
+static bool status_callback = false;
+
+static void
+StatusValuesInvalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	status_typid = InvalidOid;
+}
+
+/* The enum value of status, of the status type typid */
+Datum
+IdemStatusValue(Oid typid, IdemStatus status)
+{
+	if (typid != status_typid)
+	{
+		size_t		i;
+
+		if (!status_callback)
+		{
+			CacheRegisterSyscacheCallback(TYPEOID, StatusValuesInvalidate, (Datum) 0);
+			status_callback = true;
+		}
+		status_typid = InvalidOid;
+		for (i = 0; i < lengthof(status_labels); i++)
+			status_values[i] = DirectFunctionCall2(enum_in,
+												   CStringGetDatum(status_labels[i]),
+												   ObjectIdGetDatum(typid));
+		status_typid = typid;
+	}
+	return status_values[status];
+}
+
+/* Which status the enum value is */
+static IdemStatus
+StatusOf(Datum value, Oid typid)
+{
+	if (value == IdemStatusValue(typid, IDEM_PROCESSING))
+		return IDEM_PROCESSING;
+	if (value == IdemStatusValue(typid, IDEM_COMPLETED))
+		return IDEM_COMPLETED;
+	if (value == IdemStatusValue(typid, IDEM_FAILED))
+		return IDEM_FAILED;
+	elog(ERROR, "unexpected idempotency_status value %u", DatumGetObjectId(value));
+	pg_unreachable();
+}
+
 /* The columns of IDEM_STMT_SELECT, read by name */
 typedef enum RowColumn
 {
 	COL_STATUS,
-	COL_STATUS_CODE,
 	COL_REQUEST_HASH,
 	COL_RESPONSE_CODE,
 	COL_RESPONSE,
@@ -917,7 +969,6 @@ typedef enum RowColumn
 
 static const char *const row_column_names[ROW_NCOLUMNS] = {
 	[COL_STATUS] = "status",
-	[COL_STATUS_CODE] = "status_code",
 	[COL_REQUEST_HASH] = "request_hash",
 	[COL_RESPONSE_CODE] = "response_code",
 	[COL_RESPONSE] = "response",
@@ -969,7 +1020,7 @@ IdemReadRow(IdemRow *row, MemoryContext mcxt)
 
 	row->found = true;
 	row->status = RowValue(tup, desc, COL_STATUS, &isnull);
-	row->status_code = (IdemStatus) DatumGetInt32(RowValue(tup, desc, COL_STATUS_CODE, &isnull));
+	row->status_code = StatusOf(row->status, TupleDescAttr(desc, row_attnums[COL_STATUS] - 1)->atttypid);
 	d = RowValue(tup, desc, COL_REQUEST_HASH, &isnull);
 	row->request_hash = isnull ? NULL : DatumGetByteaPCopy(d);
 	d = RowValue(tup, desc, COL_RESPONSE_CODE, &isnull);
