@@ -478,6 +478,53 @@ SQL
 }
 lock_local
 
+# 9d. the key's read and complete on the node that holds its shard, with
+# the scope written into the statement: Citus plans them on the shard at
+# once (its DEBUG2 line says so) instead of deparsing them at every
+# execution; a scope with a quote, a backslash and a percent sign is read
+# back as it was written, and a scope on the other worker takes the saved
+# plan
+read_local()
+{
+	local log=$OUT/read-local.log here complete there
+	q worker1 >"$log" 2>&1 <<'SQL'
+SELECT s AS scope FROM generate_series(1, 200) i, LATERAL (SELECT $q$rl'%s\$q$ || i AS s) x
+WHERE (SELECT groupid FROM pg_dist_placement
+       WHERE shardid = get_shard_id_for_distribution_column('idempotency_keys', s))
+    = (SELECT groupid FROM pg_dist_local_group) LIMIT 1 \gset
+SELECT s AS other FROM generate_series(1, 200) i, LATERAL (SELECT 'rl-' || i AS s) x
+WHERE (SELECT groupid FROM pg_dist_placement
+       WHERE shardid = get_shard_id_for_distribution_column('idempotency_keys', s))
+    <> (SELECT groupid FROM pg_dist_local_group) LIMIT 1 \gset
+SELECT outcome FROM idem_execute('rl-1', '{"a": 1}', :'scope', 201, 'SELECT 1 AS one');
+SET client_min_messages = debug2;
+\echo HERE
+SELECT outcome || ' ' || response::text FROM idem_execute('rl-1', '{"a": 1}', :'scope', 201, 'SELECT 1 AS one');
+\echo COMPLETE
+BEGIN;
+SELECT outcome FROM idem_claim('rl-2', '{"a": 2}', :'scope');
+SELECT idem_complete('rl-2', 201, '{"two": 2}', :'scope');
+COMMIT;
+\echo THERE
+SELECT outcome FROM idem_execute('rl-1', '{"a": 1}', :'other', 201, 'SELECT 1 AS one');
+RESET client_min_messages;
+SELECT 'rows ' || string_agg(key || ':' || status, ',' ORDER BY key) FROM idempotency_keys
+WHERE scope = :'scope';
+SQL
+	here=$(sed -n '/^HERE/,/^COMPLETE/p' "$log" | grep -c 'created local execution plan')
+	complete=$(sed -n '/^COMPLETE/,/^THERE/p' "$log" | grep -c 'created local execution plan')
+	there=$(sed -n '/^THERE/,$p' "$log" | grep -c 'created local execution plan')
+	if [ "$here" -ge 1 ] && [ "$complete" -ge 2 ] && [ "$there" = 0 ] &&
+		grep -q '^ replay {"one": 1}$' "$log" && grep -q '^ rows rl-1:completed,rl-2:completed$' "$log" &&
+		[ "$(grep -c '^ new' "$log")" = 3 ]; then
+		ok "citus/read-local (on worker1, the read and the complete of a key in a scope it holds, one with a quote, a backslash and a percent sign, planned on the shard, its replay intact; of a scope on worker2, through the saved plan)"
+	else
+		notok citus/read-local "shard plans for the local scope's replay: $here (1 or more wanted), its claim and complete: $complete (2 or more), for the remote scope: $there (0 wanted):"
+		grep -vE 'DEBUG' "$log" | head -n 10 | sed 's/^/# /'
+	fi
+}
+read_local
+
 # 10-11. wait => false while another session holds the key uncommitted
 S_W=$(scope_on worker1 wf-)
 rm -f "$DIR/release-holder"
