@@ -3,6 +3,7 @@
 # distributed INSERT, in one run (issue 12: at most 2x; 0.2.0 was ~3.5x).
 #
 #   bash bench/citus.sh [--seconds S] [--rounds N] [--clients N] [--no-save]
+#   bash bench/citus.sh --backend N
 #
 # As root; PG_BIN as in test/lib/common.sh, with Citus 13.2 and this
 # extension installed there.  Starts test/citus/cluster.sh (1 coordinator +
@@ -22,18 +23,25 @@
 # writes through the extension: one payment per key, every key completed
 # with the payment's id.  Prints a Markdown table and saves it to
 # bench/results/<date>-citus.txt.
+# --backend N measures instead one backend on worker1, in a scope whose
+# shard worker1 holds: its CPU per idem_execute call over N replays of one
+# key, then N new keys, each run as one statement (no round trip, no
+# commit per call; the caller's statement a SELECT, no payment), from
+# /proc/PID/schedstat.  Steadier than the pgbench rounds, for comparing two
+# builds of the extension: run it with each installed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 . test/lib/common.sh
 
-SECONDS_PER_RUN=10 ROUNDS=3 CLIENTS=4 NKEYS=2000 SAVE=1
+SECONDS_PER_RUN=10 ROUNDS=3 CLIENTS=4 NKEYS=2000 SAVE=1 BACKEND=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--seconds) SECONDS_PER_RUN=$2; shift ;;
 	--rounds) ROUNDS=$2; shift ;;
 	--clients) CLIENTS=$2; shift ;;
 	--no-save) SAVE=0 ;;
-	*) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+	--backend) BACKEND=$2; shift ;;
+	*) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
 	shift
 done
@@ -52,17 +60,46 @@ cp -r bench/citus "$DIR/scripts" && chown -R postgres:postgres "$DIR/scripts"
 q() { as_postgres psql -X -q -h "$DIR" -p "$1" -d postgres -v ON_ERROR_STOP=1 -At "${@:2}"; }
 
 # README's recipe (the sql block test/citus/checks.sh runs), in two parts
-awk '/test\/citus\/checks.sh runs the next sql block/ { found = 1; next }
-	found && /^ *```sql/ { inside = 1; next }
-	inside && /^ *```/ { exit }
-	inside { sub(/^  /, ""); print }' README.md >"$DIR/recipe.sql"
-sed '/^-- optional: delegate/,$d' "$DIR/recipe.sql" >"$DIR/distribute.sql"
-sed -n '/^-- optional: delegate/,$p' "$DIR/recipe.sql" >"$DIR/delegate.sql"
-chown postgres:postgres "$DIR"/*.sql
+citus_recipe "$DIR" || { echo "no Citus recipe in README.md" >&2; exit 1; }
 q "$COORDINATOR_PORT" -f "$DIR/distribute.sql" >/dev/null || exit 1
 for p in "$COORDINATOR_PORT" "$WORKER1_PORT" "$WORKER2_PORT"; do # no expiry passes in the measurements
 	q "$p" -c "ALTER SYSTEM SET idempotency.worker_databases = 'no_such_database'" -c "SELECT pg_reload_conf()" >/dev/null
 done
+
+# --backend: a worker1 backend's CPU (ns, /proc/PID/schedstat) around N
+# calls of each kind, each kind in one statement
+backend_cpu()
+{
+	q "$WORKER1_PORT" -v n="$BACKEND" <<'SQL' >"$DIR/backend.log" 2>&1 || { cat "$DIR/backend.log" >&2; return 1; }
+SELECT s AS scope FROM generate_series(1, 1000) i, LATERAL (SELECT i::text AS s) x
+WHERE (SELECT groupid FROM pg_dist_placement
+       WHERE shardid = get_shard_id_for_distribution_column('idempotency_keys', s))
+    = (SELECT groupid FROM pg_dist_local_group) LIMIT 1 \gset
+\set call 'idem_execute(%s, ''{"a": 1}'', %L, 201, ''SELECT 1 AS one'')'
+-- warm up both paths, then the key the replays read (g keeps each call
+-- from being folded into one)
+SELECT count(*) FROM generate_series(1, 200) g, LATERAL idem_execute('w' || g, '{"a": 1}', :'scope', 201, 'SELECT 1 AS one') e;
+SELECT count(*) FROM generate_series(1, 200) g, LATERAL idem_execute('r' || left(g::text, 0), '{"a": 1}', :'scope', 201, 'SELECT 1 AS one') e;
+SELECT pg_backend_pid() AS pid \gset
+\setenv PID :pid
+\! echo "cpu $(cut -d' ' -f1 /proc/$PID/schedstat)"
+SELECT count(*) FROM generate_series(1, :n) g, LATERAL idem_execute('r' || left(g::text, 0), '{"a": 1}', :'scope', 201, 'SELECT 1 AS one') e;
+\! echo "cpu $(cut -d' ' -f1 /proc/$PID/schedstat)"
+SELECT count(*) FROM generate_series(1, :n) g, LATERAL idem_execute('n' || g, '{"a": 1}', :'scope', 201, 'SELECT 1 AS one') e;
+\! echo "cpu $(cut -d' ' -f1 /proc/$PID/schedstat)"
+SELECT 'rows ' || count(*) FILTER (WHERE status = 'completed') || '/' || count(*) FROM idempotency_keys WHERE scope = :'scope';
+SQL
+	awk -v n="$BACKEND" '/^cpu / { c[++k] = $2 } /^rows / { rows = $2 }
+		END { if (k != 3 || n + 201 != rows + 0) { print "backend run incomplete (rows " rows ")"; exit 1 }
+			printf "worker1 backend CPU per idem_execute call, scope on worker1, %d calls each: replay %.1f µs, new key %.1f µs (%s keys completed)\n",
+				n, (c[2] - c[1]) / n / 1000, (c[3] - c[2]) / n / 1000, rows }' "$DIR/backend.log"
+}
+if [ -n "$BACKEND" ]; then
+	echo "bench/citus.sh --backend, $(date -u '+%Y-%m-%d %H:%M UTC'), idempotency $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+	backend_cpu
+	exit
+fi
+
 log "load $NKEYS completed keys for the replays"
 q "$COORDINATOR_PORT" >/dev/null <<SQL || exit 1
 SELECT format('SELECT idem_execute(%L, jsonb_build_object(''order_id'', %L, ''amount'', 2), %L, 201,

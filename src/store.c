@@ -883,10 +883,9 @@ static const bool stmt_scope_inlinable[IDEM_NUM_STMTS] = {
  * table, and at each execution deparses it for the shard and parses and
  * plans that text again (its cache of such plans, for a saved generic plan,
  * never hits: see PlanOptionsNow).  Parsing our text once per call costs
- * less: in bench/citus.sh, server CPU per delegated replay fell from 296
- * to 266 us, per replay on a worker from 221 to 194 (new keys: within the
- * rounds' noise).  Elsewhere, and on a plain server, the saved plan is
- * cheaper.
+ * less: a worker backend's CPU per idem_execute replay fell by 29%, per
+ * new key by 15% (bench/citus.sh --backend).  Elsewhere, and on a plain
+ * server, the saved plan is cheaper.
  */
 static bool
 ScopeInlined(IdemStmt stmt, Oid nspid, const IdemArgs *args)

@@ -130,14 +130,7 @@ done
 # worker scenarios run with the functions not distributed), then, from its
 # "-- optional: delegate" line on, the functions.
 #
-awk '/test\/citus\/checks.sh runs the next sql block/ { found = 1; next }
-	found && /^ *```sql/ { inside = 1; next }
-	inside && /^ *```/ { exit }
-	inside { sub(/^  /, ""); print }' "$here/../../README.md" >"$OUT/recipe.sql"
-{ echo '\set ON_ERROR_STOP 1'; sed '/^-- optional: delegate/,$d' "$OUT/recipe.sql"; } >"$OUT/distribute.sql"
-{ echo '\set ON_ERROR_STOP 1'; sed -n '/^-- optional: delegate/,$p' "$OUT/recipe.sql"; } >"$OUT/delegate.sql"
-chown postgres:postgres "$OUT"/*.sql
-if ! grep -q idem_distribute "$OUT/distribute.sql" || ! grep -q idem_distribute "$OUT/delegate.sql"; then
+if ! citus_recipe "$OUT"; then
 	notok citus/recipe "no recipe found in README.md's \"Scaling out\" (a sql block after the comment naming test/citus/checks.sh)"
 	exit 1
 fi

@@ -1,6 +1,7 @@
 # shellcheck shell=bash disable=SC2034
 # test/lib/common.sh: what test/run.sh, test/demo.sh, test/deb.sh,
-# bench/run.sh and bench/expire_bench.sh share.  Source it from the
+# test/citus/checks.sh, bench/run.sh, bench/citus.sh and
+# bench/expire_bench.sh share.  Source it from the
 # repository root.  They run as root on Debian bookworm; PostgreSQL itself
 # runs as the postgres OS user, because initdb, pg_ctl and pg_regress refuse
 # to run as root.
@@ -38,6 +39,24 @@ for _v in $(env | sed -n 's/^\(PG[A-Z]*\)=.*/\1/p'); do unset "$_v"; done
 unset _v
 
 say() { printf '\n== %s\n' "$*"; }
+
+# README's Citus recipe, the sql block of "Scaling out" after the comment
+# naming test/citus/checks.sh, into $1/recipe.sql, and split at its
+# "-- optional: delegate" line: $1/distribute.sql (the tables) and
+# $1/delegate.sql (the functions); fails when README has no such block.
+citus_recipe()
+{
+	local readme
+	readme=$(dirname "${BASH_SOURCE[0]}")/../../README.md
+	awk '/test\/citus\/checks.sh runs the next sql block/ { found = 1; next }
+		found && /^ *```sql/ { inside = 1; next }
+		inside && /^ *```/ { exit }
+		inside { sub(/^  /, ""); print }' "$readme" >"$1/recipe.sql"
+	{ echo '\set ON_ERROR_STOP 1'; sed '/^-- optional: delegate/,$d' "$1/recipe.sql"; } >"$1/distribute.sql"
+	{ echo '\set ON_ERROR_STOP 1'; sed -n '/^-- optional: delegate/,$p' "$1/recipe.sql"; } >"$1/delegate.sql"
+	chown postgres:postgres "$1/recipe.sql" "$1/distribute.sql" "$1/delegate.sql"
+	grep -q idem_distribute "$1/distribute.sql" && grep -q idem_distribute "$1/delegate.sql"
+}
 
 # Install the Debian packages given (default: $PACKAGES) that are missing;
 # runs apt-get update only when something is missing.
