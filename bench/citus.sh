@@ -15,6 +15,10 @@
 #   B  the recipe's create_distributed_function applied: the coordinator
 #      (autocommit calls delegated to the scope's worker), then worker1
 #      (a call runs there or is delegated to worker2)
+# Phase B also runs the SPI floor (bench/floor, spi_floor_execute_tenant:
+# read the key, INSERT the payment, INSERT a bare key row in limit_keys,
+# distributed and delegated like the keys): what any design that reaches
+# its table through SQL run by SPI pays on Citus.
 # Each phase runs its variants in ROUNDS rounds (order reversed every other
 # round); figures are medians over rounds.  Server CPU = utime + stime of
 # every process of the three postmasters (live children from /proc/PID/stat,
@@ -24,16 +28,23 @@
 # with the payment's id.  Prints a Markdown table and saves it to
 # bench/results/<date>-citus.txt.
 # --backend N measures instead one backend on worker1, in a scope whose
-# shard worker1 holds: its CPU per idem_execute call over N replays of one
-# key, then N new keys, each run as one statement (no round trip, no
-# commit per call; the caller's statement a SELECT, no payment), from
-# /proc/PID/schedstat.  Steadier than the pgbench rounds, for comparing two
-# builds of the extension: run it with each installed.
+# shard worker1 holds: its CPU per call (/proc/PID/schedstat) over N calls
+# of each of a plain INSERT of a payment, idem_execute with a new key (the
+# payment's INSERT as its statement), idem_execute replaying one key, and
+# the SPI floor, each call its own statement and transaction, as in the
+# pgbench scripts; with no round trips or other nodes in the figure it is
+# steadier than the pgbench rounds, for comparing two builds of the
+# extension: run it with each installed.
+# --callgrind N restarts worker1 under valgrind's callgrind and counts the
+# instructions of one backend per call of the same four variants (20 calls
+# on one connection, 20 + N on another, the difference over N: as
+# bench/profile.sh, whose report it prints, bench/callgrind.awk); saved as
+# bench/results/<date>-citus-profile.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 . test/lib/common.sh
 
-SECONDS_PER_RUN=10 ROUNDS=3 CLIENTS=4 NKEYS=2000 SAVE=1 BACKEND=""
+SECONDS_PER_RUN=10 ROUNDS=3 CLIENTS=4 NKEYS=2000 SAVE=1 BACKEND="" CALLGRIND=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--seconds) SECONDS_PER_RUN=$2; shift ;;
@@ -41,6 +52,7 @@ while [ $# -gt 0 ]; do
 	--clients) CLIENTS=$2; shift ;;
 	--no-save) SAVE=0 ;;
 	--backend) BACKEND=$2; shift ;;
+	--callgrind) CALLGRIND=$2; shift ;;
 	*) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
 	shift
@@ -62,38 +74,145 @@ q() { as_postgres psql -X -q -h "$DIR" -p "$1" -d postgres -v ON_ERROR_STOP=1 -A
 # README's recipe (the sql block test/citus/checks.sh runs), in two parts
 citus_recipe "$DIR" || { echo "no Citus recipe in README.md" >&2; exit 1; }
 q "$COORDINATOR_PORT" -f "$DIR/distribute.sql" >/dev/null || exit 1
+# the SPI floor, distributed and delegated by the tenant as the recipe does the keys
+build_and_install_floor >/dev/null || exit 1
+install -o postgres -m 644 bench/floor/floor.sql "$DIR/floor.sql"
+q "$COORDINATOR_PORT" -f "$DIR/floor.sql" >/dev/null || exit 1
+q "$COORDINATOR_PORT" >/dev/null <<'SQL' || exit 1
+CREATE TABLE limit_keys (scope text, key text, request_hash bytea, response jsonb, PRIMARY KEY (scope, key));
+SELECT create_distributed_table('limit_keys', 'scope', colocate_with => 'payments');
+SELECT create_distributed_function('spi_floor_execute_tenant(text, text, bytea, int)', 'scope',
+                                   colocate_with => 'payments');
+SQL
 for p in "$COORDINATOR_PORT" "$WORKER1_PORT" "$WORKER2_PORT"; do # no expiry passes in the measurements
 	q "$p" -c "ALTER SYSTEM SET idempotency.worker_databases = 'no_such_database'" -c "SELECT pg_reload_conf()" >/dev/null
 done
 
-# --backend: a worker1 backend's CPU (ns, /proc/PID/schedstat) around N
-# calls of each kind, each kind in one statement
+# --backend: one worker1 backend's CPU (ns, /proc/PID/schedstat) around N
+# calls of each variant, each call its own statement and transaction
+# (autocommit, as the pgbench scripts), in a scope whose shard worker1 holds
+# a scope whose shard worker1 holds
+local_scope()
+{
+	q "$WORKER1_PORT" -c "SELECT s FROM generate_series(1, 1000) i, LATERAL (SELECT i::text AS s) x
+		WHERE (SELECT groupid FROM pg_dist_placement
+		       WHERE shardid = get_shard_id_for_distribution_column('idempotency_keys', s))
+		    = (SELECT groupid FROM pg_dist_local_group) LIMIT 1"
+}
+# the variants of --backend and --callgrind, prepared as p, e, r and f;
+# each is executed with (key, scope)
+prepare_variants()
+{
+	cat <<'SQL'
+PREPARE p(text, text) AS INSERT INTO payments (merchant_id, key, amount) VALUES ($2, $1, 1) RETURNING id;
+PREPARE e(text, text) AS SELECT outcome, response FROM idem_execute($1, jsonb_build_object('order_id', $1, 'amount', 2), $2, 201,
+    'INSERT INTO payments (merchant_id, key, amount) VALUES ($1, $2, $3) RETURNING id', $2::text, $1::text, 2);
+PREPARE r(text, text) AS SELECT outcome, response FROM idem_execute('replayed', jsonb_build_object('order_id', 'replayed', 'amount', 2), $2, 201,
+    'INSERT INTO payments (merchant_id, key, amount) VALUES ($1, $2, $3) RETURNING id', $2::text, 'replayed'::text, 2);
+PREPARE f(text, text) AS SELECT spi_floor_execute_tenant($2, $1, '\x6f1c2e83a5b94d7f8e0a1b2c3d4e5f60718293a4b5c6d7e8f900112233445566'::bytea, 5);
+SQL
+}
+variant_name()
+{
+	case $1 in
+	p) echo "plain INSERT into payments (Citus local execution)" ;;
+	e) echo "idem_execute, new key (payment INSERT)" ;;
+	r) echo "idem_execute, replay" ;;
+	f) echo "SPI floor (bench/floor): read, payment INSERT, key INSERT" ;;
+	esac
+}
 backend_cpu()
 {
-	q "$WORKER1_PORT" -v n="$BACKEND" <<'SQL' >"$DIR/backend.log" 2>&1 || { cat "$DIR/backend.log" >&2; return 1; }
-SELECT s AS scope FROM generate_series(1, 1000) i, LATERAL (SELECT i::text AS s) x
-WHERE (SELECT groupid FROM pg_dist_placement
-       WHERE shardid = get_shard_id_for_distribution_column('idempotency_keys', s))
-    = (SELECT groupid FROM pg_dist_local_group) LIMIT 1 \gset
-\set call 'idem_execute(%s, ''{"a": 1}'', %L, 201, ''SELECT 1 AS one'')'
--- warm up both paths, then the key the replays read (g keeps each call
--- from being folded into one)
-SELECT count(*) FROM generate_series(1, 200) g, LATERAL idem_execute('w' || g, '{"a": 1}', :'scope', 201, 'SELECT 1 AS one') e;
-SELECT count(*) FROM generate_series(1, 200) g, LATERAL idem_execute('r' || left(g::text, 0), '{"a": 1}', :'scope', 201, 'SELECT 1 AS one') e;
+	local scope v i
+	scope=$(local_scope) || return 1
+	{
+		prepare_variants
+		cat <<'SQL'
+-- no WAL flush in the backend's commits: its fsync's CPU moved the figures more than the code did
+SET synchronous_commit = off;
 SELECT pg_backend_pid() AS pid \gset
 \setenv PID :pid
-\! echo "cpu $(cut -d' ' -f1 /proc/$PID/schedstat)"
-SELECT count(*) FROM generate_series(1, :n) g, LATERAL idem_execute('r' || left(g::text, 0), '{"a": 1}', :'scope', 201, 'SELECT 1 AS one') e;
-\! echo "cpu $(cut -d' ' -f1 /proc/$PID/schedstat)"
-SELECT count(*) FROM generate_series(1, :n) g, LATERAL idem_execute('n' || g, '{"a": 1}', :'scope', 201, 'SELECT 1 AS one') e;
-\! echo "cpu $(cut -d' ' -f1 /proc/$PID/schedstat)"
-SELECT 'rows ' || count(*) FILTER (WHERE status = 'completed') || '/' || count(*) FROM idempotency_keys WHERE scope = :'scope';
 SQL
-	awk -v n="$BACKEND" '/^cpu / { c[++k] = $2 } /^rows / { rows = $2 }
-		END { if (k != 3 || n + 201 != rows + 0) { print "backend run incomplete (rows " rows ")"; exit 1 }
-			printf "worker1 backend CPU per idem_execute call, scope on worker1, %d calls each: replay %.1f µs, new key %.1f µs (%s keys completed)\n",
-				n, (c[2] - c[1]) / n / 1000, (c[3] - c[2]) / n / 1000, rows }' "$DIR/backend.log"
+		# warm-up: every variant's statements planned and cached before any count
+		for i in $(seq 1 100); do for v in p e r f; do echo "EXECUTE $v('w$v$i', '$scope');"; done; done
+		for r in 1 2 3; do
+			for v in $([ "$r" = 2 ] && echo f r e p || echo p e r f); do
+				echo "\\! echo \"cpu $v \$(cut -d' ' -f1 /proc/\$PID/schedstat)\""
+				for i in $(seq 1 "$BACKEND"); do echo "EXECUTE $v('$v$r-$i', '$scope');"; done
+				echo "\\! echo \"cpu $v \$(cut -d' ' -f1 /proc/\$PID/schedstat)\""
+			done
+		done
+		echo "SELECT 'rows ' || count(*) FILTER (WHERE status = 'completed') || '/' || count(*) FROM idempotency_keys WHERE scope = '$scope';"
+	} >"$DIR/backend.sql"
+	chown postgres "$DIR/backend.sql"
+	q "$WORKER1_PORT" -f "$DIR/backend.sql" >"$DIR/backend.log" 2>&1 || { tail -n 5 "$DIR/backend.log" >&2; return 1; }
+	awk -v n="$BACKEND" -v np="$(variant_name p)" -v ne="$(variant_name e)" -v nr="$(variant_name r)" -v nf="$(variant_name f)" '
+		function med3(x, y, z) { return x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y)) }
+		/^cpu / { if ($2 in a) { k[$2]++; d[$2, k[$2]] = ($3 - a[$2]) / n / 1000; delete a[$2] } else a[$2] = $3 }
+		/^rows / { rows = $2 }
+		END { name["p"] = np; name["e"] = ne; name["r"] = nr; name["f"] = nf
+			for (v in k) us[v] = med3(d[v, 1], d[v, 2], d[v, 3])
+			if (length(us) != 4 || rows != (3 * n + 101) "/" (3 * n + 101)) { print "backend run incomplete (rows " rows ")"; exit 1 }
+			printf "| variant | µs / call | vs plain INSERT | vs SPI floor |\n| --- | ---: | ---: | ---: |\n"
+			split("p e r f", order, " ")
+			for (i = 1; i <= 4; i++) { v = order[i]
+				printf "| %s | %.1f | %.2f | %.2f |\n", name[v], us[v], us[v] / us["p"], us[v] / us["f"] }
+			printf "\nmedians of 3 rounds of %d calls each; %s keys completed in the scope (every new key and the replayed one)\n", n, rows }' "$DIR/backend.log"
 }
+
+# --callgrind: worker1's postmaster under callgrind; $1 variant, $2 calls on
+# a new connection -> the callgrind file of its backend, once it has exited
+callgrind_calls()
+{
+	local v=$1 n=$2 pid i
+	{
+		prepare_variants
+		for i in $(seq 1 "$n"); do echo "EXECUTE $v('$v-$n-$RANDOM-$i', '$SCOPE');"; done
+		echo "SELECT 'pid ' || pg_backend_pid();"
+	} >"$DIR/cg.sql"
+	chown postgres "$DIR/cg.sql"
+	pid=$(q "$WORKER1_PORT" -f "$DIR/cg.sql" | sed -n 's/^pid //p')
+	[ -n "$pid" ] || return 1
+	for i in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	echo "$DIR/cg/callgrind.out.$pid"
+}
+callgrind_profile()
+{
+	local v short long i
+	apt_install valgrind binutils >&2 || return 1
+	SCOPE=$(local_scope) || return 1
+	as_postgres "$PG_BIN/pg_ctl" -D "$DIR/worker1" stop -m fast >/dev/null || return 1
+	as_postgres mkdir -p "$DIR/cg"
+	(cd "$DIR" && as_postgres setsid valgrind --tool=callgrind --callgrind-out-file="$DIR/cg/callgrind.out.%p" \
+		"$PG_BIN/postgres" -D "$DIR/worker1" >"$DIR/valgrind.log" 2>&1 &)
+	for i in $(seq 600); do as_postgres pg_isready -q -h "$DIR" -p "$WORKER1_PORT" && break; sleep 0.5; done
+	nm -D --defined-only "$PG_BIN/postgres" | awk '$2 ~ /^[TtWw]$/' | sort >"$DIR/syms.txt"
+	: >"$DIR/totals.txt"
+	for v in p e r f; do
+		log "callgrind: $(variant_name "$v"): 20 calls, then $((20 + CALLGRIND))"
+		short=$(callgrind_calls "$v" 20) && long=$(callgrind_calls "$v" $((20 + CALLGRIND))) || return 1
+		awk -v n="$CALLGRIND" -v warm=20 -v top=24 -v title="$v: $(variant_name "$v")" -v syms="$DIR/syms.txt" \
+			-v path="$v" -v totals="$DIR/totals.txt" -f bench/callgrind.awk "$short" "$long" >>"$DIR/cg-report.txt"
+	done
+	echo "| variant | instructions / call | vs plain INSERT | vs SPI floor |"
+	echo "| --- | ---: | ---: | ---: |"
+	awk -v np="$(variant_name p)" -v ne="$(variant_name e)" -v nr="$(variant_name r)" -v nf="$(variant_name f)" '
+		{ t[$1] = $2 } END { name["p"] = np; name["e"] = ne; name["r"] = nr; name["f"] = nf; split("p e r f", o, " ")
+			for (i = 1; i <= 4; i++) printf "| %s | %d | %.2f | %.2f |\n", name[o[i]], t[o[i]], t[o[i]] / t["p"], t[o[i]] / t["f"] }' "$DIR/totals.txt"
+	cat "$DIR/cg-report.txt"
+}
+if [ -n "$CALLGRIND" ]; then
+	{
+		echo "bench/citus.sh --callgrind $CALLGRIND, $(date -u '+%Y-%m-%d %H:%M UTC'), idempotency $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(valgrind --version)"
+		echo "one worker1 backend, a scope whose shard worker1 holds, prepared statements, each call its own transaction;"
+		echo "instructions of that backend per call ($CALLGRIND calls after 20; counts are the backend's own)"
+		echo
+		callgrind_profile
+	} >"$DIR/cg-out.txt" || { cat "$DIR/cg-out.txt"; exit 1; }
+	cat "$DIR/cg-out.txt"
+	[ "$SAVE" = 1 ] && mkdir -p bench/results && cp "$DIR/cg-out.txt" "bench/results/$(date -u +%Y-%m-%d)-citus-profile.txt"
+	exit 0
+fi
 if [ -n "$BACKEND" ]; then
 	echo "bench/citus.sh --backend, $(date -u '+%Y-%m-%d %H:%M UTC'), idempotency $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 	backend_cpu
@@ -155,7 +274,7 @@ run_one()
 	cpu=$(printf '%s\n%s\n' "$t0" "$t1" | awk -v n="${n:-0}" -v hz="$HZ" '
 		NR == 1 { split($0, a) } NR == 2 { for (i = 1; i <= 3; i++) { d[i] = n ? ($i - a[i]) / hz * 1e6 / n : 0; s += d[i] }
 			printf "%.0f %.0f %.0f %.0f", s, d[1], d[2], d[3] }')
-	if [ "$v" != floor ]; then
+	if [ "$v" != floor ] && [ "$v" != spi_floor ]; then
 		once=$(check_once)
 		case $once in *" 0 bad") ;; *) FAILED=1 ;; esac
 		once=", exactly once: $once"
@@ -199,8 +318,8 @@ phase A coordinator floor execute replay explicit
 q "$COORDINATOR_PORT" -f "$DIR/delegate.sql" >/dev/null || exit 1
 PROBE_B=$(probe)
 log "phase B $PROBE_B"
-phase B coordinator floor execute replay
-phase B worker1 floor execute replay explicit
+phase B coordinator floor execute replay spi_floor
+phase B worker1 floor execute replay explicit spi_floor
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 OUTFILE=$DIR/table.txt
@@ -222,11 +341,12 @@ OUTFILE=$DIR/table.txt
 				T[g] = med(a, n[g])
 				for (k = 6; k <= 9; k++) { delete b; for (j = 1; j <= n[g]; j++) b[j] = cpu[g, k, j]; M[g, k] = med(b, n[g]) }
 				C[g] = M[g, 6] }
-			split("floor execute replay explicit", vo, " ")
+			split("floor execute replay explicit spi_floor", vo, " ")
 			name["floor"] = "(1) plain distributed INSERT (floor)"; name["execute"] = "(2) idem_execute, new key"
 			name["replay"] = "(3) idem_execute, replay"; name["explicit"] = "(4) BEGIN; idem_claim; INSERT; idem_complete; COMMIT"
+			name["spi_floor"] = "(5) SPI floor: read, INSERT payment, INSERT bare key row (bench/floor), new key"
 			split("A coordinator|B coordinator|B worker1", po, "|")
-			for (p = 1; p <= 3; p++) for (v = 1; v <= 4; v++) { g = po[p] " " vo[v]; if (!(g in T)) continue
+			for (p = 1; p <= 3; p++) for (v = 1; v <= 5; v++) { g = po[p] " " vo[v]; if (!(g in T)) continue
 				split(po[p], pn, " "); f = po[p] " floor"
 				printf "| %s | %s | %s | %.0f | %.0f | %.2f | %.0f / %.0f / %.0f |\n", pn[1], pn[2], name[vo[v]], T[g], C[g], C[g] / C[f],
 					M[g, 7], M[g, 8], M[g, 9] }
@@ -236,6 +356,7 @@ OUTFILE=$DIR/table.txt
 	echo "B: README's create_distributed_function applied: autocommit calls on the coordinator are delegated to"
 	echo "   the scope's worker; on worker1 a call runs there (its shards) or is delegated to worker2."
 	echo "(4) runs in a transaction block, so it is never delegated."
+	echo "(5) spi_floor_execute_tenant in limit_keys (scope, key, request_hash, response), distributed and delegated like the keys."
 	echo "A $PROBE_A; B $PROBE_B (from the coordinator)"
 	echo "each CPU column is a median over rounds on its own, so the three nodes' need not add up to the total"
 	echo "the servers' CPU with no client: $IDLE cores (counted in every figure; its share per call grows as tps falls)"

@@ -12,6 +12,12 @@
  * the key row with the response.  No request hash computed (the client
  * passes one, as to the limit), no check, no lock, no token, no lease, no
  * subtransaction, no pinned search_path, no result row type.
+ * spi_floor_execute_tenant is the same on Citus (bench/citus.sh), for the
+ * README recipe's payments table (merchant_id, key, amount), distributed
+ * with limit_keys by the tenant and delegated by it: every statement planned
+ * afresh (a custom plan, as the extension's under Citus), and the read with
+ * the scope written into its text, as the extension reads a key whose shard
+ * is on the node, so that Citus plans it straight on the shard.
  * spi_floor_claim and spi_floor_complete are the explicit pattern's two
  * calls with one statement each: an INSERT ... ON CONFLICT DO NOTHING of
  * the key row, an UPDATE of its response.  The table is the limit's
@@ -22,16 +28,20 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 PG_MODULE_MAGIC;
 
 PG_FUNCTION_INFO_V1(spi_floor_execute);
 PG_FUNCTION_INFO_V1(spi_floor_claim);
 PG_FUNCTION_INFO_V1(spi_floor_complete);
+PG_FUNCTION_INFO_V1(spi_floor_execute_tenant);
 
 typedef enum FloorStmt
 {
@@ -40,6 +50,7 @@ typedef enum FloorStmt
 	FLOOR_KEY,
 	FLOOR_CLAIM,
 	FLOOR_COMPLETE,
+	FLOOR_TENANT_PAY,
 	FLOOR_NUM_STMTS
 } FloorStmt;
 
@@ -61,9 +72,23 @@ static const struct
 	3, {TEXTOID, TEXTOID, BYTEAOID}},
 	[FLOOR_COMPLETE] = {"UPDATE public.limit_keys SET response = $3 WHERE scope = $1 AND key = $2",
 	3, {TEXTOID, TEXTOID, JSONBOID}},
+	[FLOOR_TENANT_PAY] = {"INSERT INTO public.payments (merchant_id, key, amount) VALUES ($1, $2, $3) RETURNING id",
+	3, {TEXTOID, TEXTOID, INT4OID}},
 };
 
 static SPIPlanPtr floor_plans[FLOOR_NUM_STMTS];
+
+/*
+ * Under Citus a custom plan for every execution, as the extension's own
+ * statements (store.c, PlanOptionsNow): Citus 13.2 plans a generic plan's
+ * shard query again at each execution and keeps every copy.
+ */
+static int
+FloorPlanOptions(void)
+{
+	return OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)) ?
+		CURSOR_OPT_CUSTOM_PLAN : 0;
+}
 
 /* Run one statement (prepared and kept on first use); returns its row count */
 static uint64
@@ -71,8 +96,8 @@ FloorRun(FloorStmt stmt, Datum *values)
 {
 	if (floor_plans[stmt] == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(floor_stmts[stmt].sql, floor_stmts[stmt].nargs,
-									   (Oid *) floor_stmts[stmt].types);
+		SPIPlanPtr	plan = SPI_prepare_cursor(floor_stmts[stmt].sql, floor_stmts[stmt].nargs,
+											  (Oid *) floor_stmts[stmt].types, FloorPlanOptions());
 
 		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "could not prepare \"%s\"", floor_stmts[stmt].sql);
@@ -145,4 +170,37 @@ spi_floor_complete(PG_FUNCTION_ARGS)
 		elog(ERROR, "no key row to complete");
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * spi_floor_execute_tenant(scope, key, request_hash, amount) RETURNS jsonb:
+ * spi_floor_execute on Citus (see the top of the file).  The key row's
+ * INSERT is FLOOR_KEY, planned afresh too: Citus routes an INSERT at each
+ * execution whatever its plan.
+ */
+Datum
+spi_floor_execute_tenant(PG_FUNCTION_ARGS)
+{
+	char	   *read = psprintf("SELECT response FROM public.limit_keys WHERE scope = %s AND key = $1",
+								quote_literal_cstr(text_to_cstring(PG_GETARG_TEXT_PP(0))));
+	Oid			read_types[1] = {TEXTOID};
+	Datum		read_args[1] = {PG_GETARG_DATUM(1)};
+	Datum		pay[3] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(3)};
+	Datum		key[4] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), 0};
+	Datum		response;
+
+	SPI_connect();
+	if (SPI_execute_with_args(read, 1, read_types, read_args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not run \"%s\"", read);
+	if (SPI_processed == 1)
+		response = FloorResult(true);
+	else
+	{
+		FloorRun(FLOOR_TENANT_PAY, pay);
+		key[3] = FloorResult(false);
+		FloorRun(FLOOR_KEY, key);
+		response = FloorResult(true);
+	}
+	SPI_finish();
+	PG_RETURN_DATUM(response);
 }
