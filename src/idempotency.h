@@ -252,6 +252,7 @@ extern void IdemClaimInit(void);
 
 /* shards.c */
 extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
+extern Oid	IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid);
 
 /* hash.c */
 extern bytea *IdemHashJsonb(Datum jsonb);

@@ -9,7 +9,8 @@
  * runs on that node itself (a call delegated by create_distributed_function,
  * or made on the worker), the lock can be taken here without a statement:
  * one statement fewer through Citus's planner and local executor for every
- * new key.  This file answers the question the choice needs.
+ * new key.  There too the key's row is read from the shard's relation by
+ * name (store.c).  This file answers the questions both need.
  *
  * It reads Citus's catalogs once per backend (SQL, as the caller: Citus
  * grants them to PUBLIC) and keeps, for idempotency_keys hash-distributed
@@ -50,6 +51,8 @@ typedef struct KeyShard
 	int32		min;
 	int32		max;
 	bool		local;
+	int64		shardid;
+	Oid			relid;			/* the shard's relation here, once looked up */
 } KeyShard;
 
 static KeyShard *key_shards = NULL;	/* in TopMemoryContext */
@@ -70,7 +73,7 @@ static const char *const key_shards_sql =
 "SELECT s.shardminvalue::pg_catalog.int4, s.shardmaxvalue::pg_catalog.int4,"
 " COALESCE((SELECT pg_catalog.bool_and(p.groupid OPERATOR(pg_catalog.=) g.groupid)"
 "  FROM pg_catalog.pg_dist_placement p, pg_catalog.pg_dist_local_group g"
-"  WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid), false)"
+"  WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid), false), s.shardid"
 " FROM pg_catalog.pg_dist_shard s, pg_catalog.pg_dist_partition d"
 " WHERE d.logicalrelid OPERATOR(pg_catalog.=) $1"
 " AND s.logicalrelid OPERATOR(pg_catalog.=) $1"
@@ -126,12 +129,13 @@ ReadKeyShards(Oid relid)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull[3];
+		bool		isnull[4];
 
 		shards[i].min = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull[0]));
 		shards[i].max = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull[1]));
 		shards[i].local = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull[2]));
-		if (isnull[0] || isnull[1] || isnull[2])
+		shards[i].shardid = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull[3]));
+		if (isnull[0] || isnull[1] || isnull[2] || isnull[3])
 			shards[i].local = false;
 	}
 	get_atttypetypmodcoll(relid, get_attnum(relid, "scope"), &typid, &typmod,
@@ -144,22 +148,22 @@ ReadKeyShards(Oid relid)
 }
 
 /*
- * Does this node hold the shard of scope in idempotency_keys (of the
- * extension in schema nspid)?  False where Citus is not installed or the
- * table is not hash-distributed by scope.  Must be called inside SPI.
+ * The shard of scope in idempotency_keys (of the extension in schema
+ * nspid), or NULL where Citus is not installed or the table is not
+ * hash-distributed by scope.  Must be called inside SPI.
  */
-bool
-IdemKeyShardIsLocal(Oid nspid, text *scope)
+static KeyShard *
+ShardOf(Oid nspid, text *scope)
 {
 	Oid			relid = IdemKeysRelid(nspid);
 	int32		hash;
 
 	if (!IdemCitusPresent())
-		return false;
+		return NULL;
 	if (key_shards_relid != relid)
 		ReadKeyShards(relid);
 	if (key_shards_count == 0)
-		return false;
+		return NULL;
 
 	/* Citus's hash of the distribution column: its type's, under its collation */
 	hash = DatumGetInt32(DirectFunctionCall1Coll(hashtext, key_shards_collation,
@@ -167,7 +171,41 @@ IdemKeyShardIsLocal(Oid nspid, text *scope)
 	for (int i = 0; i < key_shards_count; i++)
 	{
 		if (hash >= key_shards[i].min && hash <= key_shards[i].max)
-			return key_shards[i].local;
+			return &key_shards[i];
 	}
-	return false;
+	return NULL;
+}
+
+/*
+ * Does this node hold the shard of scope in idempotency_keys (of the
+ * extension in schema nspid)?  False where Citus is not installed or the
+ * table is not hash-distributed by scope.  Must be called inside SPI.
+ */
+bool
+IdemKeyShardIsLocal(Oid nspid, text *scope)
+{
+	KeyShard   *shard = ShardOf(nspid, scope);
+
+	return shard != NULL && shard->local;
+}
+
+/*
+ * The relation of scope's shard where this node holds it, and its shard id
+ * in *shardid; InvalidOid elsewhere (as IdemKeyShardIsLocal), or if no
+ * relation has the shard's name: Citus names a shard <table>_<shardid>, in
+ * the table's schema.  Looked up once per shard list.  Must be called
+ * inside SPI.
+ */
+Oid
+IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid)
+{
+	KeyShard   *shard = ShardOf(nspid, scope);
+
+	if (shard == NULL || !shard->local)
+		return InvalidOid;
+	if (!OidIsValid(shard->relid))
+		shard->relid = get_relname_relid(psprintf("idempotency_keys_" INT64_FORMAT,
+												  shard->shardid), nspid);
+	*shardid = shard->shardid;
+	return shard->relid;
 }
