@@ -123,6 +123,19 @@ FloorResult(bool jsonb)
 	return jsonb ? SPI_datumTransfer(d, false, -1) : d;
 }
 
+/*
+ * A new key: the payment (statement pay with its arguments), then the key
+ * row with the payment's id (key[3]); returns the key row's response
+ */
+static Datum
+FloorNewKey(FloorStmt pay_stmt, Datum *pay, Datum *key)
+{
+	FloorRun(pay_stmt, pay);
+	key[3] = FloorResult(false);
+	FloorRun(FLOOR_KEY, key);
+	return FloorResult(true);
+}
+
 /* spi_floor_execute(scope, key, request_hash, order_id, amount) RETURNS jsonb */
 Datum
 spi_floor_execute(PG_FUNCTION_ARGS)
@@ -136,12 +149,7 @@ spi_floor_execute(PG_FUNCTION_ARGS)
 	if (FloorRun(FLOOR_READ, read) == 1)
 		response = FloorResult(true);
 	else
-	{
-		FloorRun(FLOOR_PAY, pay);
-		key[3] = FloorResult(false);
-		FloorRun(FLOOR_KEY, key);
-		response = FloorResult(true);
-	}
+		response = FloorNewKey(FLOOR_PAY, pay, key);
 	SPI_finish();
 	PG_RETURN_DATUM(response);
 }
@@ -195,12 +203,7 @@ spi_floor_execute_tenant(PG_FUNCTION_ARGS)
 	if (SPI_processed == 1)
 		response = FloorResult(true);
 	else
-	{
-		FloorRun(FLOOR_TENANT_PAY, pay);
-		key[3] = FloorResult(false);
-		FloorRun(FLOOR_KEY, key);
-		response = FloorResult(true);
-	}
+		response = FloorNewKey(FLOOR_TENANT_PAY, pay, key);
 	SPI_finish();
 	PG_RETURN_DATUM(response);
 }
