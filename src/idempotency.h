@@ -253,6 +253,8 @@ extern void IdemClaimInit(void);
 /* shards.c */
 extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
 extern Oid	IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid);
+extern bool IdemCitusLocalReadAllowed(void);
+extern void IdemCitusNoteLocalRead(void);
 
 /* hash.c */
 extern bytea *IdemHashJsonb(Datum jsonb);

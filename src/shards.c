@@ -37,6 +37,7 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -208,4 +209,63 @@ IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid)
 												  shard->shardid), nspid);
 	*shardid = shard->shardid;
 	return shard->relid;
+}
+
+/*
+ * Citus's local execution status of the transaction, as Citus 13.2's
+ * local_executor.h numbers it, read and set through the functions citus.so
+ * exports (looked up once; a Citus without them gets no local reads).
+ */
+typedef enum CitusLocalExecution
+{
+	CITUS_LOCAL_EXECUTION_REQUIRED,
+	CITUS_LOCAL_EXECUTION_OPTIONAL,
+	CITUS_LOCAL_EXECUTION_DISABLED
+} CitusLocalExecution;
+
+typedef CitusLocalExecution (*CitusGetLocalExecution) (void);
+typedef void (*CitusSetLocalExecution) (CitusLocalExecution status);
+
+static CitusGetLocalExecution citus_get_local_execution = NULL;
+static CitusSetLocalExecution citus_set_local_execution = NULL;
+static bool citus_local_execution_known = false;
+
+/*
+ * May this transaction read a shard of this node itself (store.c), as
+ * Citus's local execution would?  Not where Citus would run the read over
+ * a connection to this node instead: local execution switched off
+ * (citus.enable_local_execution), or this transaction already reached this
+ * node's shards over such a connection, whose writes this backend cannot
+ * see.
+ */
+bool
+IdemCitusLocalReadAllowed(void)
+{
+	const char *enabled = GetConfigOption("citus.enable_local_execution", true, false);
+
+	if (enabled == NULL || strcmp(enabled, "on") != 0)
+		return false;
+	if (!citus_local_execution_known)
+	{
+		citus_get_local_execution = (CitusGetLocalExecution)
+			load_external_function("citus", "GetCurrentLocalExecutionStatus", false, NULL);
+		citus_set_local_execution = (CitusSetLocalExecution)
+			load_external_function("citus", "SetLocalExecutionStatus", false, NULL);
+		citus_local_execution_known = true;
+	}
+	return citus_get_local_execution != NULL && citus_set_local_execution != NULL &&
+		citus_get_local_execution() != CITUS_LOCAL_EXECUTION_DISABLED;
+}
+
+/*
+ * Record that this transaction read a shard of this node itself, as Citus
+ * records its own local execution: every later statement of the
+ * transaction on this node's shards runs locally too, so it sees what this
+ * backend wrote and does not wait on a lock this backend holds.  Only after
+ * IdemCitusLocalReadAllowed said yes.
+ */
+void
+IdemCitusNoteLocalRead(void)
+{
+	citus_set_local_execution(CITUS_LOCAL_EXECUTION_REQUIRED);
 }

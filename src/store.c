@@ -948,9 +948,13 @@ InlinedScopeRun(IdemStmt stmt, Oid nspid, const IdemArgs *args,
  * table's own storage, with its privileges and row level security
  * policies, which Citus keeps on every shard for that execution.  Only the
  * read: every write goes through Citus, which takes its shard metadata
- * lock against a concurrent shard move.  The shard is locked before the
- * list of local shards is asked again, so a move or drop that committed
- * before is seen; a move that commits after the read's snapshot was taken
+ * lock against a concurrent shard move.  Only where Citus would itself run
+ * the read here (local execution on, and this transaction not already on
+ * this node's shards over a connection, whose writes this backend would not
+ * see), and recorded with Citus as its local execution records its own.
+ * The shard is locked and invalidations taken in before the list of local
+ * shards is asked again, so a move or drop that committed before is seen,
+ * also within one statement; a move that commits after the read's snapshot was taken
  * leaves it reading the shard as it was when writes to it stopped, as a
  * read through Citus would (it takes no metadata lock for reads), and a
  * write that follows goes through Citus to the new placement, where the
@@ -973,18 +977,21 @@ ShardRead(IdemStmt stmt, Oid nspid, const IdemArgs *args)
 		args->isnull[IDEM_PARAM_SCOPE])
 		return NULL;
 	shard = IdemKeyLocalShard(nspid, DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]), &shardid);
-	if (!OidIsValid(shard))
+	if (!OidIsValid(shard) || !IdemCitusLocalReadAllowed())
 		return NULL;
 
 	/*
-	 * Lock the shard as the read will, then ask again: taking the lock takes
-	 * in the invalidations of a move or a drop that committed meanwhile, and
-	 * once it is held the shard cannot be dropped under the read.
+	 * Lock the shard as the read will, take in the invalidations of a move
+	 * or a drop that committed meanwhile (the lock does only when this
+	 * transaction did not hold it yet), then ask again; once the lock is
+	 * held the shard cannot be dropped under the read.
 	 */
 	LockRelationOid(shard, AccessShareLock);
+	AcceptInvalidationMessages();
 	if (IdemKeyLocalShard(nspid, DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]), &shardid) != shard ||
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(shard)))
 		return NULL;
+	IdemCitusNoteLocalRead();
 	for (int i = 0; i < SHARD_READ_PLANS; i++)
 	{
 		if (shard_reads[i].relid == shard && shard_reads[i].shardid == shardid &&

@@ -525,6 +525,32 @@ SQL
 }
 read_local
 
+# 9e. with Citus's local execution off in a transaction on worker1, Citus
+# writes worker1's shards over a connection to itself; the key's read must
+# then go through Citus too, and see the transaction's own claim
+read_local_off()
+{
+	local log=$OUT/read-local-off.log
+	q worker1 >"$log" 2>&1 <<'SQL'
+SELECT s AS scope FROM generate_series(1, 200) i, LATERAL (SELECT 'lo-' || i AS s) x
+WHERE (SELECT groupid FROM pg_dist_placement
+       WHERE shardid = get_shard_id_for_distribution_column('idempotency_keys', s))
+    = (SELECT groupid FROM pg_dist_local_group) LIMIT 1 \gset
+BEGIN;
+SET LOCAL citus.enable_local_execution = off;
+SELECT 'first ' || outcome FROM idem_claim('lo-1', '{"a": 1}', :'scope');
+SELECT 'second ' || outcome FROM idem_claim('lo-1', '{"a": 1}', :'scope');
+ROLLBACK;
+SQL
+	if grep -q '^ first new$' "$log" && grep -q '^ second in_progress$' "$log"; then
+		ok "citus/read-local-off (on worker1 with citus.enable_local_execution off in the transaction, a second claim of a key it claimed is in_progress: the read went through Citus and saw the claim)"
+	else
+		notok citus/read-local-off "wanted new, then in_progress:"
+		grep -vE '^(SET|BEGIN|ROLLBACK|$)' "$log" | head -n 10 | sed 's/^/# /'
+	fi
+}
+read_local_off
+
 # 10-11. wait => false while another session holds the key uncommitted
 S_W=$(scope_on worker1 wf-)
 rm -f "$DIR/release-holder"
