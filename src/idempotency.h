@@ -253,8 +253,9 @@ extern void IdemClaimInit(void);
 /* shards.c */
 extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
 extern Oid	IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid);
-extern bool IdemCitusLocalReadAllowed(void);
-extern void IdemCitusNoteLocalRead(void);
+extern bool IdemCitusLocalAllowed(void);
+extern void IdemCitusLockShardForWrite(int64 shardid);
+extern void IdemCitusNoteLocal(bool wrote);
 
 /* hash.c */
 extern bytea *IdemHashJsonb(Datum jsonb);

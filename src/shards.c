@@ -9,8 +9,10 @@
  * runs on that node itself (a call delegated by create_distributed_function,
  * or made on the worker), the lock can be taken here without a statement:
  * one statement fewer through Citus's planner and local executor for every
- * new key.  There too the key's row is read from the shard's relation by
- * name (store.c).  This file answers the questions both need.
+ * new key.  There too the key's row is read, and idem_execute's key row
+ * written, on the shard's relation by name (store.c), with the locks and
+ * the bookkeeping Citus's local execution would take for them.  This file
+ * answers the questions both need and calls Citus for that bookkeeping.
  *
  * It reads Citus's catalogs once per backend (SQL, as the caller: Citus
  * grants them to PUBLIC) and keeps, for idempotency_keys hash-distributed
@@ -35,6 +37,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "storage/lockdefs.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
@@ -213,8 +216,9 @@ IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid)
 
 /*
  * Citus's local execution status of the transaction, as Citus 13.2's
- * local_executor.h numbers it, read and set through the functions citus.so
- * exports (looked up once; a Citus without them gets no local reads).
+ * local_executor.h numbers it, and the other functions of citus.so that
+ * its local execution of a statement calls, looked up once (a Citus
+ * without all of them gets no statements on its shards from us).
  */
 typedef enum CitusLocalExecution
 {
@@ -225,47 +229,76 @@ typedef enum CitusLocalExecution
 
 typedef CitusLocalExecution (*CitusGetLocalExecution) (void);
 typedef void (*CitusSetLocalExecution) (CitusLocalExecution status);
+typedef void (*CitusLockShardMetadata) (int64 shardid, LOCKMODE mode);
+typedef void (*CitusUse2PC) (void);
 
 static CitusGetLocalExecution citus_get_local_execution = NULL;
 static CitusSetLocalExecution citus_set_local_execution = NULL;
-static bool citus_local_execution_known = false;
+static CitusLockShardMetadata citus_lock_shard_metadata = NULL;
+static CitusUse2PC citus_use_2pc = NULL;
+static bool citus_functions_known = false;
+
+static void *
+CitusFunction(const char *name)
+{
+	return load_external_function("citus", name, false, NULL);
+}
 
 /*
- * May this transaction read a shard of this node itself (store.c), as
- * Citus's local execution would?  Not where Citus would run the read over
- * a connection to this node instead: local execution switched off
- * (citus.enable_local_execution), or this transaction already reached this
- * node's shards over such a connection, whose writes this backend cannot
- * see.
+ * May this transaction run a statement on a shard of this node itself
+ * (store.c), as Citus's local execution would?  Not where Citus would run
+ * it over a connection to this node instead: local execution switched off
+ * (citus.enable_local_execution), or this transaction already reached
+ * this node's shards over such a connection, whose writes this backend
+ * cannot see.
  */
 bool
-IdemCitusLocalReadAllowed(void)
+IdemCitusLocalAllowed(void)
 {
 	const char *enabled = GetConfigOption("citus.enable_local_execution", true, false);
 
 	if (enabled == NULL || strcmp(enabled, "on") != 0)
 		return false;
-	if (!citus_local_execution_known)
+	if (!citus_functions_known)
 	{
 		citus_get_local_execution = (CitusGetLocalExecution)
-			load_external_function("citus", "GetCurrentLocalExecutionStatus", false, NULL);
+			CitusFunction("GetCurrentLocalExecutionStatus");
 		citus_set_local_execution = (CitusSetLocalExecution)
-			load_external_function("citus", "SetLocalExecutionStatus", false, NULL);
-		citus_local_execution_known = true;
+			CitusFunction("SetLocalExecutionStatus");
+		citus_lock_shard_metadata = (CitusLockShardMetadata)
+			CitusFunction("LockShardDistributionMetadata");
+		citus_use_2pc = (CitusUse2PC) CitusFunction("Use2PCForCoordinatedTransaction");
+		citus_functions_known = true;
 	}
 	return citus_get_local_execution != NULL && citus_set_local_execution != NULL &&
+		citus_lock_shard_metadata != NULL && citus_use_2pc != NULL &&
 		citus_get_local_execution() != CITUS_LOCAL_EXECUTION_DISABLED;
 }
 
 /*
- * Record that this transaction read a shard of this node itself, as Citus
- * records its own local execution: every later statement of the
- * transaction on this node's shards runs locally too, so it sees what this
- * backend wrote and does not wait on a lock this backend holds.  Only after
- * IdemCitusLocalReadAllowed said yes.
+ * Before a write on shard shardid of this node: Citus's shard metadata
+ * lock, which every write through Citus takes and a shard move or split
+ * waits for (and takes itself, on every node, while it switches the
+ * shard's placement).  Only after IdemCitusLocalAllowed said yes.
  */
 void
-IdemCitusNoteLocalRead(void)
+IdemCitusLockShardForWrite(int64 shardid)
+{
+	citus_lock_shard_metadata(shardid, ShareLock);
+}
+
+/*
+ * Record that this transaction ran a statement on a shard of this node
+ * itself, as Citus records its own local execution: every later statement
+ * of the transaction on this node's shards runs locally too, so it sees
+ * what this backend wrote and does not wait on a lock this backend holds;
+ * and after a write, the transaction commits with two-phase commit if it
+ * also wrote on another node.  Only after IdemCitusLocalAllowed said yes.
+ */
+void
+IdemCitusNoteLocal(bool wrote)
 {
 	citus_set_local_execution(CITUS_LOCAL_EXECUTION_REQUIRED);
+	if (wrote)
+		citus_use_2pc();
 }

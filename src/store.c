@@ -370,20 +370,38 @@ static Oid	plans_nspid = InvalidOid;
 static SavedStmt saved[IDEM_NUM_STMTS];
 
 /*
- * On Citus, saved plans of the key's read on shards this node holds
- * (ShardRead), by shard: the oldest is replaced when all are taken.
+ * On Citus, the statements that run on the key's shard where this node
+ * holds it (ShardStmt), and how: the key's read, and idem_execute's key
+ * row.
  */
-#define SHARD_READ_PLANS 32
-
-typedef struct ShardReadPlan
+typedef enum ShardAccess
 {
+	SHARD_NONE,
+	SHARD_READ,
+	SHARD_WRITE
+} ShardAccess;
+
+static const ShardAccess shard_access[IDEM_NUM_STMTS] = {
+	[IDEM_STMT_SELECT] = SHARD_READ,
+	[IDEM_STMT_INSERT_COMPLETED] = SHARD_WRITE,
+};
+
+/*
+ * Their saved plans, by statement and shard: the oldest is replaced when
+ * all are taken.
+ */
+#define SHARD_PLANS 64
+
+typedef struct ShardPlan
+{
+	IdemStmt	stmtid;
 	Oid			relid;			/* the shard's relation */
 	int64		shardid;
 	SavedStmt	stmt;
-} ShardReadPlan;
+} ShardPlan;
 
-static ShardReadPlan shard_reads[SHARD_READ_PLANS];
-static int	shard_reads_next = 0;
+static ShardPlan shard_plans[SHARD_PLANS];
+static int	shard_plans_next = 0;
 
 /*
  * The table, and whether it has the due_at column of 0.3.0: both looked
@@ -428,12 +446,12 @@ FreePlans(void)
 			SPI_freeplan(saved[i].plan);
 		saved[i].plan = NULL;
 	}
-	for (int i = 0; i < SHARD_READ_PLANS; i++)
+	for (int i = 0; i < SHARD_PLANS; i++)
 	{
-		if (shard_reads[i].stmt.plan != NULL)
-			SPI_freeplan(shard_reads[i].stmt.plan);
-		shard_reads[i].stmt.plan = NULL;
-		shard_reads[i].relid = InvalidOid;
+		if (shard_plans[i].stmt.plan != NULL)
+			SPI_freeplan(shard_plans[i].stmt.plan);
+		shard_plans[i].stmt.plan = NULL;
+		shard_plans[i].relid = InvalidOid;
 	}
 }
 
@@ -899,7 +917,7 @@ IdemRlsApplies(Oid nspid)
  * text again (its cache of such plans, for a saved generic plan, never
  * hits: see PlanOptionsNow).  Parsing our text once per call costs less.
  * Elsewhere, and on a plain server, the saved plan is cheaper.  (The read
- * does better still: ShardRead.)
+ * does better still: ShardStmt.)
  */
 static bool
 ScopeInlined(IdemStmt stmt, Oid nspid, const IdemArgs *args)
@@ -937,70 +955,19 @@ InlinedScopeRun(IdemStmt stmt, Oid nspid, const IdemArgs *args,
 }
 
 /*
- * On Citus, the saved plan of the key's read (IDEM_STMT_SELECT) on the
- * shard of its scope, where this node holds that shard; NULL elsewhere.
- *
- * The read names the shard's relation: it is what Citus's local execution
- * runs for the read, without Citus planning it for the distributed table,
- * deparsing it for the shard and parsing and planning that text again at
- * every call (callgrind, on a worker: 309,000 instructions of an
- * idem_execute, against about 45,000 here).  The shard is the distributed
- * table's own storage, with its privileges and row level security
- * policies, which Citus keeps on every shard for that execution.  Only the
- * read: every write goes through Citus, which takes its shard metadata
- * lock against a concurrent shard move.  Only where Citus would itself run
- * the read here (local execution on, and this transaction not already on
- * this node's shards over a connection, whose writes this backend would not
- * see), and recorded with Citus as its local execution records its own.
- * The shard is locked and invalidations taken in before the list of local
- * shards is asked again, so a move or drop that committed before is seen,
- * also within one statement; a move that commits after the read's snapshot was taken
- * leaves it reading the shard as it was when writes to it stopped, as a
- * read through Citus would (it takes no metadata lock for reads), and a
- * write that follows goes through Citus to the new placement, where the
- * row's primary key and token guard decide.
+ * Prepare and keep in slot the plan of stmt on the shard relation shard
+ * (shard shardid) of the table in schema nspid; false if the relation is
+ * gone meanwhile.
  */
-static const SavedStmt *
-ShardRead(IdemStmt stmt, Oid nspid, const IdemArgs *args)
+static bool
+PrepareShardPlan(ShardPlan *slot, IdemStmt stmt, Oid nspid, Oid shard, int64 shardid)
 {
-	ShardReadPlan *slot;
-	int64		shardid;
-	Oid			shard;
 	char	   *nspname;
 	char	   *relname;
 	char	   *sql;
 	Oid			types[STMT_MAX_PARAMS];
 	SPIPlanPtr	plan;
 
-	if (stmt != IDEM_STMT_SELECT ||
-		(args->given & (UINT32_C(1) << IDEM_PARAM_SCOPE)) == 0 ||
-		args->isnull[IDEM_PARAM_SCOPE])
-		return NULL;
-	shard = IdemKeyLocalShard(nspid, DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]), &shardid);
-	if (!OidIsValid(shard) || !IdemCitusLocalReadAllowed())
-		return NULL;
-
-	/*
-	 * Lock the shard as the read will, take in the invalidations of a move
-	 * or a drop that committed meanwhile (the lock does only when this
-	 * transaction did not hold it yet), then ask again; once the lock is
-	 * held the shard cannot be dropped under the read.
-	 */
-	LockRelationOid(shard, AccessShareLock);
-	AcceptInvalidationMessages();
-	if (IdemKeyLocalShard(nspid, DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]), &shardid) != shard ||
-		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(shard)))
-		return NULL;
-	IdemCitusNoteLocalRead();
-	for (int i = 0; i < SHARD_READ_PLANS; i++)
-	{
-		if (shard_reads[i].relid == shard && shard_reads[i].shardid == shardid &&
-			shard_reads[i].stmt.plan != NULL)
-			return &shard_reads[i].stmt;
-	}
-
-	slot = &shard_reads[shard_reads_next];
-	shard_reads_next = (shard_reads_next + 1) % SHARD_READ_PLANS;
 	if (slot->stmt.plan != NULL)
 		SPI_freeplan(slot->stmt.plan);
 	slot->stmt.plan = NULL;
@@ -1009,20 +976,91 @@ ShardRead(IdemStmt stmt, Oid nspid, const IdemArgs *args)
 	nspname = get_namespace_name(nspid);
 	relname = get_rel_name(shard);
 	if (nspname == NULL || relname == NULL)
-		return NULL;			/* gone meanwhile: the read goes through Citus */
+		return false;
 	sql = psprintf(NumberParams(StmtSql(stmt), &slot->stmt, NULL),
 				   quote_qualified_identifier(nspname, relname));
 	ParamTypes(&slot->stmt, types);
 	plan = SPI_prepare(sql, slot->stmt.nparams, types);
 	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for the key's read on shard %s: %s",
-			 relname, SPI_result_code_string(SPI_result));
+		elog(ERROR, "SPI_prepare failed for statement %d on shard %s: %s",
+			 (int) stmt, relname, SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	slot->stmt.plan = plan;
+	slot->stmtid = stmt;
 	slot->relid = shard;
 	slot->shardid = shardid;
-	return &slot->stmt;
+	return true;
+}
+
+/*
+ * On Citus, the saved plan of a statement of shard_access on the shard of
+ * its scope, where this node holds that shard (its only placement); NULL
+ * elsewhere, and the statement goes through Citus.
+ *
+ * The statement names the shard's relation: it is what Citus's local
+ * execution runs, without Citus planning it for the distributed table,
+ * deparsing it for the shard and parsing and planning that text again at
+ * every call (callgrind, on a worker, instructions of an idem_execute: the
+ * key's read 309,000 against about 45,000 here, the key row's INSERT
+ * 590,000 against 70,000).  The shard is the distributed table's own
+ * storage, with its privileges, constraints and row level security
+ * policies, which Citus keeps on every shard for that execution.  Only
+ * where Citus would itself run the statement here (local execution on,
+ * and this transaction not already on this node's shards over a
+ * connection, whose writes this backend would not see), and recorded with
+ * Citus as its local execution records its own.
+ *
+ * A write first takes Citus's shard metadata lock, as a write through
+ * Citus does: a shard move or split takes it on every node while it
+ * switches the shard's placement, so the write waits for the switch and
+ * then sees it.  The shard is then locked and invalidations taken in
+ * before the list of local shards is asked again, so a move or drop that
+ * committed before is seen, also within one statement, and the shard
+ * cannot be dropped under the statement; if the shard is no longer here,
+ * the statement goes through Citus to its new placement.  A read takes no
+ * metadata lock (Citus's reads take none): a move that commits after the
+ * read's snapshot was taken leaves it reading the shard as it was when
+ * writes to it stopped, and the write that follows goes to the new
+ * placement, where the row's primary key and token guard decide.
+ */
+static const SavedStmt *
+ShardStmt(IdemStmt stmt, Oid nspid, const IdemArgs *args)
+{
+	ShardAccess access = shard_access[stmt];
+	ShardPlan  *slot;
+	int64		shardid;
+	Oid			shard;
+	text	   *scope;
+
+	if (access == SHARD_NONE ||
+		(args->given & (UINT32_C(1) << IDEM_PARAM_SCOPE)) == 0 ||
+		args->isnull[IDEM_PARAM_SCOPE])
+		return NULL;
+	scope = DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]);
+	shard = IdemKeyLocalShard(nspid, scope, &shardid);
+	if (!OidIsValid(shard) || !IdemCitusLocalAllowed())
+		return NULL;
+
+	if (access == SHARD_WRITE)
+		IdemCitusLockShardForWrite(shardid);
+	LockRelationOid(shard, access == SHARD_WRITE ? RowExclusiveLock : AccessShareLock);
+	AcceptInvalidationMessages();
+	if (IdemKeyLocalShard(nspid, scope, &shardid) != shard ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(shard)))
+		return NULL;
+	IdemCitusNoteLocal(access == SHARD_WRITE);
+
+	for (int i = 0; i < SHARD_PLANS; i++)
+	{
+		slot = &shard_plans[i];
+		if (slot->stmtid == stmt && slot->relid == shard &&
+			slot->shardid == shardid && slot->stmt.plan != NULL)
+			return &slot->stmt;
+	}
+	slot = &shard_plans[shard_plans_next];
+	shard_plans_next = (shard_plans_next + 1) % SHARD_PLANS;
+	return PrepareShardPlan(slot, stmt, nspid, shard, shardid) ? &slot->stmt : NULL;
 }
 
 /* Run a saved statement with args; returns SPI_processed */
@@ -1031,7 +1069,7 @@ IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 			long count)
 {
 	const SavedStmt *s = SavedPlan(stmt, nspid);
-	const SavedStmt *local = ShardRead(stmt, nspid, args);
+	const SavedStmt *local = ShardStmt(stmt, nspid, args);
 	Datum		values[STMT_MAX_PARAMS];
 	char		nulls[STMT_MAX_PARAMS];
 	int			rc;

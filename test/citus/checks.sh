@@ -438,6 +438,32 @@ SQL
 }
 memory_check
 
+# 9b. on worker1, idem_execute of a scope whose shard worker1 holds, with
+# a caller's statement that writes on worker2: the key row, written on the
+# local shard's relation (9d), is recorded with Citus as a local write, so
+# the transaction commits with two-phase commit (a PREPARE on worker2), and
+# a crash between the two nodes' commits cannot keep the payment without
+# its key
+S_2L=$(scope_on worker1 tl-)
+S_2R=$(scope_on worker2 tr-)
+q worker1 -v s="$S_2L" -v m="$S_2R" >"$OUT/two-phase.log" 2>&1 <<'SQL'
+SET citus.log_remote_commands = on;
+SET client_min_messages = log;
+SELECT outcome FROM idem_execute('t-1', NULL, :'s', 201,
+    'INSERT INTO payments (merchant_id, key, amount) VALUES ($1, $2, $3) RETURNING id', :'m', 't-1', 1);
+SQL
+rc=$?
+prepared=$(grep -c 'PREPARE TRANSACTION' "$OUT/two-phase.log")
+committed=$(grep -c 'COMMIT PREPARED' "$OUT/two-phase.log")
+kept=$(qv coordinator "SELECT (SELECT count(*) FROM idempotency_keys WHERE scope = '$S_2L' AND key = 't-1' AND status = 'completed')
+	|| ' ' || (SELECT count(*) FROM payments WHERE merchant_id = '$S_2R' AND key = 't-1')")
+if [ "$rc" -eq 0 ] && [ "$prepared" -ge 1 ] && [ "$committed" -ge 1 ] && [ "$kept" = "1 1" ]; then
+	ok "citus/two-phase-commit (idem_execute on worker1 of a scope it holds, its statement writing on worker2: the key row written on worker1's shard, the payment prepared and committed on worker2 in two phases)"
+else
+	notok citus/two-phase-commit "psql status $rc; PREPARE TRANSACTION: $prepared, COMMIT PREPARED: $committed (1 or more each); the key and the payment: ${kept:-none} (1 1 wanted):"
+	grep -vE '^(SET|$)' "$OUT/two-phase.log" | head -n 10 | sed 's/^/# /'
+fi
+
 # 9c. the key lock without a statement where the call runs on the node
 # that holds the key's shard; through the routed statement elsewhere
 lock_local()
@@ -471,17 +497,19 @@ SQL
 }
 lock_local
 
-# 9d. on the node that holds the key's shard, the key's read goes to the
-# shard's relation by name, not through Citus (no DEBUG2 line of Citus's
-# local execution for it, and the statistics of the shard's primary key
-# count the row fetched through it), and the complete carries the scope in its text, which Citus
+# 9d. on the node that holds the key's shard, idem_execute's new key row is
+# inserted into the shard's relation by name, not by Citus (no INSERT in
+# Citus's log of its local commands, and the shard's statistics count the
+# row), the key's read goes to the shard's relation too (no DEBUG2 line of
+# Citus's local execution for it, and the statistics of the shard's primary
+# key count the row fetched through it), and the complete carries the scope in its text, which Citus
 # plans on the shard at once (its DEBUG2 line says so) instead of
 # deparsing it at every execution; a scope with a quote, a backslash and a
 # percent sign is read back as it was written, and a scope on the other
 # worker is read through Citus with the saved plan
 read_local()
 {
-	local log=$OUT/read-local.log here fetched complete there
+	local log=$OUT/read-local.log citus_insert inserted here fetched complete there
 	q worker1 >"$log" 2>&1 <<'SQL'
 SELECT s AS scope FROM generate_series(1, 200) i, LATERAL (SELECT $q$rl'%s\$q$ || i AS s) x
 WHERE (SELECT groupid FROM pg_dist_placement
@@ -492,6 +520,13 @@ WHERE (SELECT groupid FROM pg_dist_placement
        WHERE shardid = get_shard_id_for_distribution_column('idempotency_keys', s))
     <> (SELECT groupid FROM pg_dist_local_group) LIMIT 1 \gset
 SELECT outcome FROM idem_execute('rl-1', '{"a": 1}', :'scope', 201, 'SELECT 1 AS one');
+\echo NEW
+BEGIN;
+SET LOCAL citus.log_local_commands = on;
+SELECT outcome FROM idem_execute('rl-3', '{"a": 3}', :'scope', 201, 'SELECT 3 AS three');
+SELECT 'inserted ' || pg_stat_get_xact_tuples_inserted(format('idempotency_keys_%s',
+    get_shard_id_for_distribution_column('idempotency_keys', :'scope'))::regclass);
+COMMIT;
 SET client_min_messages = debug2;
 \echo HERE
 BEGIN;
@@ -510,16 +545,20 @@ RESET client_min_messages;
 SELECT 'rows ' || string_agg(key || ':' || status, ',' ORDER BY key) FROM idempotency_keys
 WHERE scope = :'scope';
 SQL
+	citus_insert=$(sed -n '/^NEW/,/^HERE/p' "$log" | grep -c 'executing the command locally: INSERT')
+	inserted=$(sed -n 's/^ inserted \([0-9]*\)$/\1/p' "$log")
 	here=$(sed -n '/^HERE/,/^COMPLETE/p' "$log" | grep -c 'created local execution plan')
 	fetched=$(sed -n 's/^ fetched \([0-9]*\)$/\1/p' "$log")
 	complete=$(sed -n '/^COMPLETE/,/^THERE/p' "$log" | grep -c 'created local execution plan')
 	there=$(sed -n '/^THERE/,$p' "$log" | grep -c 'created local execution plan')
 	if [ "$here" = 0 ] && [ "${fetched:-0}" -ge 1 ] && [ "$complete" -ge 1 ] && [ "$there" = 0 ] &&
-		grep -q '^ replay {"one": 1}$' "$log" && grep -q '^ rows rl-1:completed,rl-2:completed$' "$log" &&
-		[ "$(grep -c '^ new' "$log")" = 3 ]; then
-		ok "citus/read-local (on worker1, in a scope it holds, one with a quote, a backslash and a percent sign: the key's read on the shard's relation, $fetched row fetched through its primary key, none through Citus, its replay intact; the complete planned on the shard by Citus; of a scope on worker2, through the saved plan)"
+		[ "$citus_insert" = 0 ] && [ "${inserted:-0}" -ge 1 ] &&
+		grep -q '^ replay {"one": 1}$' "$log" &&
+		grep -q '^ rows rl-1:completed,rl-2:completed,rl-3:completed$' "$log" &&
+		[ "$(grep -c '^ new' "$log")" = 4 ]; then
+		ok "citus/read-local (on worker1, in a scope it holds, one with a quote, a backslash and a percent sign: idem_execute's new key row inserted on the shard's relation, not by Citus; the key's read on the shard's relation, $fetched row fetched through its primary key, none through Citus, its replay intact; the complete planned on the shard by Citus; of a scope on worker2, through the saved plan)"
 	else
-		notok citus/read-local "Citus shard plans for the local scope's replay: $here (0 wanted), rows fetched through the shard's primary key: ${fetched:-none} (1 or more), Citus shard plans for its claim and complete: $complete (1 or more), for the remote scope: $there (0 wanted):"
+		notok citus/read-local "INSERTs Citus ran locally for the new key: $citus_insert (0 wanted), rows inserted into the shard's relation: ${inserted:-none} (1 or more), Citus shard plans for the local scope's replay: $here (0 wanted), rows fetched through the shard's primary key: ${fetched:-none} (1 or more), Citus shard plans for its claim and complete: $complete (1 or more), for the remote scope: $there (0 wanted):"
 		grep -vE 'DEBUG' "$log" | head -n 10 | sed 's/^/# /'
 	fi
 }
@@ -646,6 +685,64 @@ if [[ "$tbytes" =~ ^[0-9]+$ && "$shell" =~ ^[0-9]+$ && "$total" =~ ^[0-9]+$ ]] &
 else
 	notok citus/stats "table_bytes, the shell's size, citus_total_relation_size: $stats"
 fi
+
+# 12b. a shard move while worker1 writes key rows on its own shard: a new
+# key's row written on the shard's relation (9d) takes Citus's shard
+# metadata lock first, as Citus's writes do, so a move (block_writes) waits
+# for a transaction that wrote one (A), and a new key on that shard (C)
+# waits for the move to commit and then goes to the new placement; without
+# the lock C would write the old shard during the copy and its key would be
+# lost with it
+write_local_move()
+{
+	local check=citus/write-local-move s shard a b c waited=no i state rows where
+	s=$(scope_on worker1 mv-) || { notok "$check" "no scope on worker1"; return; }
+	shard=$(qv coordinator "SELECT get_shard_id_for_distribution_column('idempotency_keys', '$s')")
+	rm -f "$DIR/release-move"
+	(
+		echo "BEGIN;"
+		echo "SELECT 'a ' || outcome FROM idem_execute('mv-a', '{}', '$s', 201, 'SELECT 1 AS one');"
+		printf '%s\n' '\echo holding'
+		while [ ! -e "$DIR/release-move" ]; do sleep 0.2; done
+		echo "COMMIT;"
+	) | q worker1 >"$OUT/move-a.log" 2>&1 &
+	a=$!
+	for _ in $(seq 1 300); do grep -q holding "$OUT/move-a.log" && break; sleep 0.2; done
+	q coordinator -At -c "SELECT citus_move_shard_placement($shard, '127.0.0.1', $WORKER1_PORT,
+		'127.0.0.1', $WORKER2_PORT, shard_transfer_mode => 'block_writes')" >"$OUT/move-b.log" 2>&1 &
+	b=$!
+	# the move waits on worker1 for A
+	for _ in $(seq 1 300); do
+		[ "$(qv worker1 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+			AND query LIKE '%lock_shard_metadata%'")" = 1 ] && break
+		sleep 0.2
+	done
+	q worker1 -At -c "SELECT 'c ' || outcome FROM idem_execute('mv-c', '{}', '$s', 201, 'SELECT 1 AS one')" \
+		>"$OUT/move-c.log" 2>&1 &
+	c=$!
+	# C waits too, behind the move, while A is still open
+	for i in $(seq 1 50); do
+		state=$(qv worker1 "SELECT wait_event_type FROM pg_stat_activity WHERE query LIKE '%''mv-c''%'
+			AND pid <> pg_backend_pid()")
+		[ "$state" = Lock ] && { waited=yes; break; }
+		kill -0 "$c" 2>/dev/null || break
+		sleep 0.2
+	done
+	touch "$DIR/release-move"
+	wait "$a"
+	wait "$b"
+	wait "$c"
+	rows=$(qv coordinator "SELECT string_agg(key || ':' || status, ',' ORDER BY key) FROM idempotency_keys WHERE scope = '$s'")
+	where=$(shard_node "$s")
+	if [ "$waited" = yes ] && grep -q '^ a new$' "$OUT/move-a.log" && grep -q '^c new$' "$OUT/move-c.log" &&
+		[ "$rows" = "mv-a:completed,mv-c:completed" ] && [ "$where" = worker2 ]; then
+		ok "$check (worker1 wrote a new key's row on its shard in an open transaction; a move of that shard to worker2 (block_writes) waited for it, a new key on worker1 meanwhile waited for the move and then went to worker2; both keys there once)"
+	else
+		notok "$check" "the new key on worker1 waited for the move: $waited; keys of the scope after the move: ${rows:-none} (mv-a:completed,mv-c:completed wanted); the shard on: $where (worker2 wanted):"
+		cat "$OUT/move-a.log" "$OUT/move-b.log" "$OUT/move-c.log" | grep -vE '^(BEGIN|COMMIT|holding)$' | head -n 10 | sed 's/^/# /'
+	fi
+}
+write_local_move
 
 # 13. the tenant recipe (docs/tenants.md)
 if q coordinator -f "$DIR/sql/tenants_setup.sql" >"$OUT/tenants-setup.log" 2>&1; then
