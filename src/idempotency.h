@@ -254,7 +254,7 @@ extern void IdemClaimInit(void);
 extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
 extern Oid	IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid);
 extern bool IdemCitusLocalAllowed(void);
-extern void IdemCitusLockShardForWrite(int64 shardid);
+extern void IdemCitusLockShard(int64 shardid, bool write);
 extern void IdemCitusNoteLocal(bool wrote);
 
 /* hash.c */

@@ -10,9 +10,10 @@
  * or made on the worker), the lock can be taken here without a statement:
  * one statement fewer through Citus's planner and local executor for every
  * new key.  There too the key's row is read, and idem_execute's key row
- * written, on the shard's relation by name (store.c), with the locks and
- * the bookkeeping Citus's local execution would take for them.  This file
- * answers the questions both need and calls Citus for that bookkeeping.
+ * written, on the shard's relation by name (store.c), with the check, the
+ * locks and the transaction's records Citus's local execution would take
+ * for them (not its tenant statistics).  This file answers the questions
+ * both need and calls Citus for the rest.
  *
  * It reads Citus's catalogs once per backend (SQL, as the caller: Citus
  * grants them to PUBLIC) and keeps, for idempotency_keys hash-distributed
@@ -215,10 +216,14 @@ IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid)
 }
 
 /*
- * Citus's local execution status of the transaction, as Citus 13.2's
- * local_executor.h numbers it, and the other functions of citus.so that
- * its local execution of a statement calls, looked up once (a Citus
- * without all of them gets no statements on its shards from us).
+ * What Citus's local execution of a statement on a shard of this node does
+ * besides running it, reached through what citus.so exports, as Citus 13
+ * declares and numbers it: its local execution status of the transaction,
+ * its check that a statement may run here at all (not inside a query on a
+ * shard), its shard metadata lock, its two-phase commit flag, and its
+ * record that the transaction modified data.  Looked up once per backend,
+ * and only for a Citus 13 (its extension version); any other Citus, or one
+ * without all of them, gets no statement on its shards from us.
  */
 typedef enum CitusLocalExecution
 {
@@ -227,21 +232,56 @@ typedef enum CitusLocalExecution
 	CITUS_LOCAL_EXECUTION_DISABLED
 } CitusLocalExecution;
 
-typedef CitusLocalExecution (*CitusGetLocalExecution) (void);
-typedef void (*CitusSetLocalExecution) (CitusLocalExecution status);
-typedef void (*CitusLockShardMetadata) (int64 shardid, LOCKMODE mode);
-typedef void (*CitusUse2PC) (void);
+#define CITUS_XACT_MODIFICATION_DATA 2	/* XactModificationType's value */
 
-static CitusGetLocalExecution citus_get_local_execution = NULL;
-static CitusSetLocalExecution citus_set_local_execution = NULL;
-static CitusLockShardMetadata citus_lock_shard_metadata = NULL;
-static CitusUse2PC citus_use_2pc = NULL;
-static bool citus_functions_known = false;
-
-static void *
-CitusFunction(const char *name)
+static struct
 {
-	return load_external_function("citus", name, false, NULL);
+	bool		known;
+	bool		usable;
+	CitusLocalExecution (*get_local_execution) (void);
+	void		(*set_local_execution) (CitusLocalExecution status);
+	void		(*ensure_execution_allowed) (bool is_remote);
+	void		(*lock_shard_metadata) (int64 shardid, LOCKMODE mode);
+	void		(*use_2pc) (void);
+	int		   *xact_modification_level;
+}			citus;
+
+/* A symbol of citus.so (a function, or the variable's address), or NULL */
+static void *
+CitusSymbol(const char *name)
+{
+	return (void *) load_external_function("citus", name, false, NULL);
+}
+
+/* Is the Citus extension of this database a 13.x?  Inside SPI. */
+static bool
+CitusIs13(void)
+{
+	bool		isnull = true;
+	Datum		version = (Datum) 0;
+
+	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'citus'",
+					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		version = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return !isnull && strncmp(TextDatumGetCString(version), "13.", 3) == 0;
+}
+
+/* Look Citus's functions up, once per backend; inside SPI */
+static void
+CitusLookUp(void)
+{
+	citus.known = true;
+	if (!CitusIs13())
+		return;
+	citus.get_local_execution = CitusSymbol("GetCurrentLocalExecutionStatus");
+	citus.set_local_execution = CitusSymbol("SetLocalExecutionStatus");
+	citus.ensure_execution_allowed = CitusSymbol("EnsureTaskExecutionAllowed");
+	citus.lock_shard_metadata = CitusSymbol("LockShardDistributionMetadata");
+	citus.use_2pc = CitusSymbol("Use2PCForCoordinatedTransaction");
+	citus.xact_modification_level = CitusSymbol("XactModificationLevel");
+	citus.usable = citus.get_local_execution != NULL && citus.set_local_execution != NULL &&
+		citus.ensure_execution_allowed != NULL && citus.lock_shard_metadata != NULL &&
+		citus.use_2pc != NULL && citus.xact_modification_level != NULL;
 }
 
 /*
@@ -250,7 +290,7 @@ CitusFunction(const char *name)
  * it over a connection to this node instead: local execution switched off
  * (citus.enable_local_execution), or this transaction already reached
  * this node's shards over such a connection, whose writes this backend
- * cannot see.
+ * cannot see.  Must be called inside SPI.
  */
 bool
 IdemCitusLocalAllowed(void)
@@ -259,32 +299,26 @@ IdemCitusLocalAllowed(void)
 
 	if (enabled == NULL || strcmp(enabled, "on") != 0)
 		return false;
-	if (!citus_functions_known)
-	{
-		citus_get_local_execution = (CitusGetLocalExecution)
-			CitusFunction("GetCurrentLocalExecutionStatus");
-		citus_set_local_execution = (CitusSetLocalExecution)
-			CitusFunction("SetLocalExecutionStatus");
-		citus_lock_shard_metadata = (CitusLockShardMetadata)
-			CitusFunction("LockShardDistributionMetadata");
-		citus_use_2pc = (CitusUse2PC) CitusFunction("Use2PCForCoordinatedTransaction");
-		citus_functions_known = true;
-	}
-	return citus_get_local_execution != NULL && citus_set_local_execution != NULL &&
-		citus_lock_shard_metadata != NULL && citus_use_2pc != NULL &&
-		citus_get_local_execution() != CITUS_LOCAL_EXECUTION_DISABLED;
+	if (!citus.known)
+		CitusLookUp();
+	return citus.usable && citus.get_local_execution() != CITUS_LOCAL_EXECUTION_DISABLED;
 }
 
 /*
- * Before a write on shard shardid of this node: Citus's shard metadata
- * lock, which every write through Citus takes and a shard move or split
- * waits for (and takes itself, on every node, while it switches the
- * shard's placement).  Only after IdemCitusLocalAllowed said yes.
+ * Before a statement on a shard of this node: Citus's check that a
+ * statement may run here (it raises Citus's error inside a query on a
+ * shard, as the statement through Citus would), and before a write its
+ * shard metadata lock, which every write through Citus takes and a shard
+ * move or split waits for (and takes itself, on every node, while it
+ * switches the shard's placement).  Only after IdemCitusLocalAllowed said
+ * yes.
  */
 void
-IdemCitusLockShardForWrite(int64 shardid)
+IdemCitusLockShard(int64 shardid, bool write)
 {
-	citus_lock_shard_metadata(shardid, ShareLock);
+	citus.ensure_execution_allowed(false);
+	if (write)
+		citus.lock_shard_metadata(shardid, ShareLock);
 }
 
 /*
@@ -293,12 +327,18 @@ IdemCitusLockShardForWrite(int64 shardid)
  * of the transaction on this node's shards runs locally too, so it sees
  * what this backend wrote and does not wait on a lock this backend holds;
  * and after a write, the transaction commits with two-phase commit if it
- * also wrote on another node.  Only after IdemCitusLocalAllowed said yes.
+ * also wrote on another node, and Citus refuses to copy or split shards
+ * later in it (as after its own writes: the copy would miss the row).
+ * Citus's tenant statistics (citus_stat_tenants) do not count these
+ * statements.  Only after IdemCitusLocalAllowed said yes.
  */
 void
 IdemCitusNoteLocal(bool wrote)
 {
-	citus_set_local_execution(CITUS_LOCAL_EXECUTION_REQUIRED);
+	citus.set_local_execution(CITUS_LOCAL_EXECUTION_REQUIRED);
 	if (wrote)
-		citus_use_2pc();
+	{
+		citus.use_2pc();
+		*citus.xact_modification_level = CITUS_XACT_MODIFICATION_DATA;
+	}
 }

@@ -13,6 +13,14 @@
  * whatever the caller's search_path.  They name their parameters (:token,
  * :lease_end, ...); callers pass values by those names (IdemArgs).
  *
+ * On Citus, where the key's shard has its only placement on this node, the
+ * key's read and idem_execute's key row run on the shard's relation by
+ * name instead (ShardStmt), under the locks Citus's own local execution
+ * takes for them (for the write, its shard metadata lock, which a shard
+ * move waits for) and recorded with Citus as it records its own (the
+ * transaction's later statements on this node's shards stay local, and
+ * it commits in two phases if it also wrote on another node).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -994,6 +1002,43 @@ PrepareShardPlan(ShardPlan *slot, IdemStmt stmt, Oid nspid, Oid shard, int64 sha
 }
 
 /*
+ * Lock shard (the relation of scope's shard, *shardid, on this node) for a
+ * statement, as ShardStmt says, then ask again whether it is still here;
+ * false if not, and the statement goes through Citus.  Recorded with
+ * Citus once it is.
+ */
+static bool
+LockLocalShard(bool write, Oid nspid, text *scope, Oid shard, int64 *shardid)
+{
+	IdemCitusLockShard(*shardid, write);
+	LockRelationOid(shard, write ? RowExclusiveLock : AccessShareLock);
+	AcceptInvalidationMessages();
+	if (IdemKeyLocalShard(nspid, scope, shardid) != shard ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(shard)))
+		return false;
+	IdemCitusNoteLocal(write);
+	return true;
+}
+
+/* The saved plan of stmt on shard (shard shardid), prepared on first use */
+static const SavedStmt *
+ShardPlanFor(IdemStmt stmt, Oid nspid, Oid shard, int64 shardid)
+{
+	ShardPlan  *slot;
+
+	for (int i = 0; i < SHARD_PLANS; i++)
+	{
+		slot = &shard_plans[i];
+		if (slot->stmtid == stmt && slot->relid == shard &&
+			slot->shardid == shardid && slot->stmt.plan != NULL)
+			return &slot->stmt;
+	}
+	slot = &shard_plans[shard_plans_next];
+	shard_plans_next = (shard_plans_next + 1) % SHARD_PLANS;
+	return PrepareShardPlan(slot, stmt, nspid, shard, shardid) ? &slot->stmt : NULL;
+}
+
+/*
  * On Citus, the saved plan of a statement of shard_access on the shard of
  * its scope, where this node holds that shard (its only placement); NULL
  * elsewhere, and the statement goes through Citus.
@@ -1011,10 +1056,12 @@ PrepareShardPlan(ShardPlan *slot, IdemStmt stmt, Oid nspid, Oid shard, int64 sha
  * connection, whose writes this backend would not see), and recorded with
  * Citus as its local execution records its own.
  *
- * A write first takes Citus's shard metadata lock, as a write through
- * Citus does: a shard move or split takes it on every node while it
- * switches the shard's placement, so the write waits for the switch and
- * then sees it.  The shard is then locked and invalidations taken in
+ * First Citus's check that a statement may run here (not inside a query
+ * on a shard: Citus's error, as through Citus).  A write then takes
+ * Citus's shard metadata lock, as a write through Citus does: a shard move
+ * or split takes it on every node while it switches the shard's placement
+ * (a move with block_writes from before its copy), so the write waits for
+ * the switch and then sees it.  The shard is then locked and invalidations taken in
  * before the list of local shards is asked again, so a move or drop that
  * committed before is seen, also within one statement, and the shard
  * cannot be dropped under the statement; if the shard is no longer here,
@@ -1028,7 +1075,6 @@ static const SavedStmt *
 ShardStmt(IdemStmt stmt, Oid nspid, const IdemArgs *args)
 {
 	ShardAccess access = shard_access[stmt];
-	ShardPlan  *slot;
 	int64		shardid;
 	Oid			shard;
 	text	   *scope;
@@ -1039,28 +1085,10 @@ ShardStmt(IdemStmt stmt, Oid nspid, const IdemArgs *args)
 		return NULL;
 	scope = DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]);
 	shard = IdemKeyLocalShard(nspid, scope, &shardid);
-	if (!OidIsValid(shard) || !IdemCitusLocalAllowed())
+	if (!OidIsValid(shard) || !IdemCitusLocalAllowed() ||
+		!LockLocalShard(access == SHARD_WRITE, nspid, scope, shard, &shardid))
 		return NULL;
-
-	if (access == SHARD_WRITE)
-		IdemCitusLockShardForWrite(shardid);
-	LockRelationOid(shard, access == SHARD_WRITE ? RowExclusiveLock : AccessShareLock);
-	AcceptInvalidationMessages();
-	if (IdemKeyLocalShard(nspid, scope, &shardid) != shard ||
-		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(shard)))
-		return NULL;
-	IdemCitusNoteLocal(access == SHARD_WRITE);
-
-	for (int i = 0; i < SHARD_PLANS; i++)
-	{
-		slot = &shard_plans[i];
-		if (slot->stmtid == stmt && slot->relid == shard &&
-			slot->shardid == shardid && slot->stmt.plan != NULL)
-			return &slot->stmt;
-	}
-	slot = &shard_plans[shard_plans_next];
-	shard_plans_next = (shard_plans_next + 1) % SHARD_PLANS;
-	return PrepareShardPlan(slot, stmt, nspid, shard, shardid) ? &slot->stmt : NULL;
+	return ShardPlanFor(stmt, nspid, shard, shardid);
 }
 
 /* Run a saved statement with args; returns SPI_processed */

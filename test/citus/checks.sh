@@ -438,9 +438,10 @@ SQL
 }
 memory_check
 
-# 9b. on worker1, idem_execute of a scope whose shard worker1 holds, with
+# 9c. on worker1, idem_execute of a scope whose shard worker1 holds, with
 # a caller's statement that writes on worker2: the key row, written on the
-# local shard's relation (9d), is recorded with Citus as a local write, so
+# local shard's relation (9e, not by Citus: no INSERT in its log of local
+# commands), is recorded with Citus as a local write, so
 # the transaction commits with two-phase commit (a PREPARE on worker2), and
 # a crash between the two nodes' commits cannot keep the payment without
 # its key
@@ -448,6 +449,7 @@ S_2L=$(scope_on worker1 tl-)
 S_2R=$(scope_on worker2 tr-)
 q worker1 -v s="$S_2L" -v m="$S_2R" >"$OUT/two-phase.log" 2>&1 <<'SQL'
 SET citus.log_remote_commands = on;
+SET citus.log_local_commands = on;
 SET client_min_messages = log;
 SELECT outcome FROM idem_execute('t-1', NULL, :'s', 201,
     'INSERT INTO payments (merchant_id, key, amount) VALUES ($1, $2, $3) RETURNING id', :'m', 't-1', 1);
@@ -455,16 +457,17 @@ SQL
 rc=$?
 prepared=$(grep -c 'PREPARE TRANSACTION' "$OUT/two-phase.log")
 committed=$(grep -c 'COMMIT PREPARED' "$OUT/two-phase.log")
+local_insert=$(grep -c 'executing the command locally: INSERT' "$OUT/two-phase.log")
 kept=$(qv coordinator "SELECT (SELECT count(*) FROM idempotency_keys WHERE scope = '$S_2L' AND key = 't-1' AND status = 'completed')
 	|| ' ' || (SELECT count(*) FROM payments WHERE merchant_id = '$S_2R' AND key = 't-1')")
-if [ "$rc" -eq 0 ] && [ "$prepared" -ge 1 ] && [ "$committed" -ge 1 ] && [ "$kept" = "1 1" ]; then
+if [ "$rc" -eq 0 ] && [ "$prepared" -ge 1 ] && [ "$committed" -ge 1 ] && [ "$local_insert" = 0 ] && [ "$kept" = "1 1" ]; then
 	ok "citus/two-phase-commit (idem_execute on worker1 of a scope it holds, its statement writing on worker2: the key row written on worker1's shard, the payment prepared and committed on worker2 in two phases)"
 else
-	notok citus/two-phase-commit "psql status $rc; PREPARE TRANSACTION: $prepared, COMMIT PREPARED: $committed (1 or more each); the key and the payment: ${kept:-none} (1 1 wanted):"
+	notok citus/two-phase-commit "psql status $rc; PREPARE TRANSACTION: $prepared, COMMIT PREPARED: $committed (1 or more each); INSERTs Citus ran locally: $local_insert (0 wanted: the key row on the shard's relation); the key and the payment: ${kept:-none} (1 1 wanted):"
 	grep -vE '^(SET|$)' "$OUT/two-phase.log" | head -n 10 | sed 's/^/# /'
 fi
 
-# 9c. the key lock without a statement where the call runs on the node
+# 9d. the key lock without a statement where the call runs on the node
 # that holds the key's shard; through the routed statement elsewhere
 lock_local()
 {
@@ -497,7 +500,7 @@ SQL
 }
 lock_local
 
-# 9d. on the node that holds the key's shard, idem_execute's new key row is
+# 9e. on the node that holds the key's shard, idem_execute's new key row is
 # inserted into the shard's relation by name, not by Citus (no INSERT in
 # Citus's log of its local commands, and the shard's statistics count the
 # row), the key's read goes to the shard's relation too (no DEBUG2 line of
@@ -564,7 +567,7 @@ SQL
 }
 read_local
 
-# 9e. with Citus's local execution off in a transaction on worker1, Citus
+# 9f. with Citus's local execution off in a transaction on worker1, Citus
 # writes worker1's shards over a connection to itself; the key's read must
 # then go through Citus too, and see the transaction's own claim
 read_local_off()
@@ -589,6 +592,29 @@ SQL
 	fi
 }
 read_local_off
+
+# 9g. idem_execute called inside a query Citus sends to a shard (a function
+# in the select list of a query routed to worker1): Citus refuses to run
+# statements from there, and so does the key's read and row on the local
+# shard, with Citus's error; no key is written
+nested()
+{
+	local log=$OUT/nested.log s n
+	s=$(scope_on worker1 nx-) || { notok citus/nested "no scope on worker1"; return; }
+	q coordinator -v ON_ERROR_STOP=0 -v s="$s" >"$log" 2>&1 <<'SQL'
+INSERT INTO payments (merchant_id, key, amount) VALUES (:'s', 'nx-p', 1);
+SELECT (idem_execute('nx-1', NULL, merchant_id, 201, 'SELECT 1 AS one')).outcome
+FROM payments WHERE merchant_id = :'s' AND key = 'nx-p';
+SQL
+	n=$(qv coordinator "SELECT count(*) FROM idempotency_keys WHERE scope = '$s' AND key = 'nx-1'")
+	if grep -q 'cannot execute a distributed query from a query on a shard' "$log" && [ "$n" = 0 ]; then
+		ok "citus/nested (idem_execute in the select list of a query routed to worker1's shard: Citus's error, no key written)"
+	else
+		notok citus/nested "wanted Citus's error and no key; keys written: $n:"
+		head -n 10 "$log" | sed 's/^/# /'
+	fi
+}
+nested
 
 # 10-11. wait => false while another session holds the key uncommitted
 S_W=$(scope_on worker1 wf-)
@@ -686,16 +712,16 @@ else
 	notok citus/stats "table_bytes, the shell's size, citus_total_relation_size: $stats"
 fi
 
-# 12b. a shard move while worker1 writes key rows on its own shard: a new
-# key's row written on the shard's relation (9d) takes Citus's shard
+# 12c. a shard move while worker1 writes key rows on its own shard: a new
+# key's row written on the shard's relation (9e) takes Citus's shard
 # metadata lock first, as Citus's writes do, so a move (block_writes) waits
 # for a transaction that wrote one (A), and a new key on that shard (C)
-# waits for the move to commit and then goes to the new placement; without
-# the lock C would write the old shard during the copy and its key would be
-# lost with it
+# waits for the move to commit and then goes to the new placement.  Without
+# the lock the move does not wait for A: it copies the shard without A's
+# row, which A then commits to the old shard, and A's key is lost
 write_local_move()
 {
-	local check=citus/write-local-move s shard a b c waited=no i state rows where
+	local check=citus/write-local-move s shard a b c blocked waited=no i state rows where
 	s=$(scope_on worker1 mv-) || { notok "$check" "no scope on worker1"; return; }
 	shard=$(qv coordinator "SELECT get_shard_id_for_distribution_column('idempotency_keys', '$s')")
 	rm -f "$DIR/release-move"
@@ -712,9 +738,11 @@ write_local_move()
 		'127.0.0.1', $WORKER2_PORT, shard_transfer_mode => 'block_writes')" >"$OUT/move-b.log" 2>&1 &
 	b=$!
 	# the move waits on worker1 for A
+	blocked=no
 	for _ in $(seq 1 300); do
 		[ "$(qv worker1 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
-			AND query LIKE '%lock_shard_metadata%'")" = 1 ] && break
+			AND query LIKE '%lock_shard_metadata%'")" = 1 ] && { blocked=yes; break; }
+		kill -0 "$b" 2>/dev/null || break
 		sleep 0.2
 	done
 	q worker1 -At -c "SELECT 'c ' || outcome FROM idem_execute('mv-c', '{}', '$s', 201, 'SELECT 1 AS one')" \
@@ -734,11 +762,11 @@ write_local_move()
 	wait "$c"
 	rows=$(qv coordinator "SELECT string_agg(key || ':' || status, ',' ORDER BY key) FROM idempotency_keys WHERE scope = '$s'")
 	where=$(shard_node "$s")
-	if [ "$waited" = yes ] && grep -q '^ a new$' "$OUT/move-a.log" && grep -q '^c new$' "$OUT/move-c.log" &&
+	if [ "$blocked" = yes ] && [ "$waited" = yes ] && grep -q '^ a new$' "$OUT/move-a.log" && grep -q '^c new$' "$OUT/move-c.log" &&
 		[ "$rows" = "mv-a:completed,mv-c:completed" ] && [ "$where" = worker2 ]; then
 		ok "$check (worker1 wrote a new key's row on its shard in an open transaction; a move of that shard to worker2 (block_writes) waited for it, a new key on worker1 meanwhile waited for the move and then went to worker2; both keys there once)"
 	else
-		notok "$check" "the new key on worker1 waited for the move: $waited; keys of the scope after the move: ${rows:-none} (mv-a:completed,mv-c:completed wanted); the shard on: $where (worker2 wanted):"
+		notok "$check" "the move waited for the open transaction's key row: $blocked; the new key on worker1 waited for the move: $waited; keys of the scope after the move: ${rows:-none} (mv-a:completed,mv-c:completed wanted); the shard on: $where (worker2 wanted):"
 		cat "$OUT/move-a.log" "$OUT/move-b.log" "$OUT/move-c.log" | grep -vE '^(BEGIN|COMMIT|holding)$' | head -n 10 | sed 's/^/# /'
 	fi
 }
