@@ -254,7 +254,9 @@ extern void IdemClaimInit(void);
 extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
 extern Oid	IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid);
 extern bool IdemCitusLocalAllowed(void);
-extern void IdemCitusLockShard(int64 shardid, bool write);
+extern int64 IdemKeyShardId(Oid nspid, text *scope);
+extern void IdemCitusHoldShard(int64 shardid);
+extern void IdemCitusEnsureLocal(void);
 extern void IdemCitusNoteLocal(bool wrote);
 
 /* hash.c */

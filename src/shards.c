@@ -195,6 +195,19 @@ IdemKeyShardIsLocal(Oid nspid, text *scope)
 }
 
 /*
+ * The id of scope's shard in idempotency_keys (of the extension in schema
+ * nspid), wherever it is; 0 where Citus is not installed or the table is
+ * not hash-distributed by scope.  Must be called inside SPI.
+ */
+int64
+IdemKeyShardId(Oid nspid, text *scope)
+{
+	KeyShard   *shard = ShardOf(nspid, scope);
+
+	return shard != NULL ? shard->shardid : 0;
+}
+
+/*
  * The relation of scope's shard where this node holds it, and its shard id
  * in *shardid; InvalidOid elsewhere (as IdemKeyShardIsLocal), or if no
  * relation has the shard's name: Citus names a shard <table>_<shardid>, in
@@ -305,20 +318,40 @@ IdemCitusLocalAllowed(void)
 }
 
 /*
- * Before a statement on a shard of this node: Citus's check that a
- * statement may run here (it raises Citus's error inside a query on a
- * shard, as the statement through Citus would), and before a write its
- * shard metadata lock, which every write through Citus takes and a shard
- * move or split waits for (and takes itself, on every node, while it
- * switches the shard's placement).  Only after IdemCitusLocalAllowed said
- * yes.
+ * Hold shard shardid where it is until this transaction ends: Citus's shard
+ * metadata lock (ShareLock), which every write through Citus takes and a
+ * shard move or split takes on every node while it switches the shard's
+ * placement (a move with block_writes from before its copy); then the
+ * invalidations of a move that committed meanwhile are taken in, so the
+ * shard's placement is read as it now stays.  Taken before the
+ * transaction's first statement on the key's shard, it keeps every later
+ * one on the same placement: Citus 13.2 sends a transaction's statements
+ * on a shard over the connection its first one used, also after a move
+ * switched the shard to another node (on a worker the placement keeps its
+ * id), and a write would then go to the shard left behind, to be dropped
+ * with it.  Must be called inside SPI.
  */
 void
-IdemCitusLockShard(int64 shardid, bool write)
+IdemCitusHoldShard(int64 shardid)
+{
+	if (!citus.known)
+		CitusLookUp();
+	if (!citus.usable)
+		return;
+	citus.lock_shard_metadata(shardid, ShareLock);
+	AcceptInvalidationMessages();
+}
+
+/*
+ * Before a statement on a shard of this node: Citus's check that a
+ * statement may run here (it raises Citus's error inside a query on a
+ * shard, as the statement through Citus would).  Only after
+ * IdemCitusLocalAllowed said yes.
+ */
+void
+IdemCitusEnsureLocal(void)
 {
 	citus.ensure_execution_allowed(false);
-	if (write)
-		citus.lock_shard_metadata(shardid, ShareLock);
 }
 
 /*

@@ -1010,7 +1010,7 @@ PrepareShardPlan(ShardPlan *slot, IdemStmt stmt, Oid nspid, Oid shard, int64 sha
 static bool
 LockLocalShard(bool write, Oid nspid, text *scope, Oid shard, int64 *shardid)
 {
-	IdemCitusLockShard(*shardid, write);
+	IdemCitusEnsureLocal();
 	LockRelationOid(shard, write ? RowExclusiveLock : AccessShareLock);
 	AcceptInvalidationMessages();
 	if (IdemKeyLocalShard(nspid, scope, shardid) != shard ||
@@ -1056,20 +1056,17 @@ ShardPlanFor(IdemStmt stmt, Oid nspid, Oid shard, int64 shardid)
  * connection, whose writes this backend would not see), and recorded with
  * Citus as its local execution records its own.
  *
- * First Citus's check that a statement may run here (not inside a query
- * on a shard: Citus's error, as through Citus).  A write then takes
- * Citus's shard metadata lock, as a write through Citus does: a shard move
- * or split takes it on every node while it switches the shard's placement
- * (a move with block_writes from before its copy), so the write waits for
- * the switch and then sees it.  The shard is then locked and invalidations taken in
- * before the list of local shards is asked again, so a move or drop that
- * committed before is seen, also within one statement, and the shard
- * cannot be dropped under the statement; if the shard is no longer here,
- * the statement goes through Citus to its new placement.  A read takes no
- * metadata lock (Citus's reads take none): a move that commits after the
- * read's snapshot was taken leaves it reading the shard as it was when
- * writes to it stopped, and the write that follows goes to the new
- * placement, where the row's primary key and token guard decide.
+ * Every statement on the key, here or through Citus, first holds the
+ * key's shard where it is until the transaction ends (HoldKeyShard: Citus's
+ * shard metadata lock, which a shard move or split takes on every node
+ * while it switches the shard's placement), so a move waits for the
+ * transaction, and the transaction's statements after one that committed
+ * before see it.  Here then Citus's check that a statement may run here
+ * (not inside a query on a shard: Citus's error, as through Citus); the
+ * shard is locked and invalidations taken in before the list of local
+ * shards is asked again, so a move or drop that committed before is seen,
+ * and the shard cannot be dropped under the statement; if the shard is no
+ * longer here, the statement goes through Citus to its new placement.
  */
 static const SavedStmt *
 ShardStmt(IdemStmt stmt, Oid nspid, const IdemArgs *args)
@@ -1091,17 +1088,37 @@ ShardStmt(IdemStmt stmt, Oid nspid, const IdemArgs *args)
 	return ShardPlanFor(stmt, nspid, shard, shardid);
 }
 
+/*
+ * On Citus, hold the shard of the statement's key where it is until the
+ * transaction ends (IdemCitusHoldShard), before the statement reaches it;
+ * nothing elsewhere.
+ */
+static void
+HoldKeyShard(Oid nspid, const IdemArgs *args)
+{
+	int64		shardid;
+
+	if ((args->given & (UINT32_C(1) << IDEM_PARAM_SCOPE)) == 0 ||
+		args->isnull[IDEM_PARAM_SCOPE])
+		return;
+	shardid = IdemKeyShardId(nspid, DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]));
+	if (shardid != 0)
+		IdemCitusHoldShard(shardid);
+}
+
 /* Run a saved statement with args; returns SPI_processed */
 int
 IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 			long count)
 {
 	const SavedStmt *s = SavedPlan(stmt, nspid);
-	const SavedStmt *local = ShardStmt(stmt, nspid, args);
+	const SavedStmt *local;
 	Datum		values[STMT_MAX_PARAMS];
 	char		nulls[STMT_MAX_PARAMS];
 	int			rc;
 
+	HoldKeyShard(nspid, args);
+	local = ShardStmt(stmt, nspid, args);
 	if (local != NULL)
 		s = local;
 	else if (ScopeInlined(stmt, nspid, args))

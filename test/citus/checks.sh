@@ -772,6 +772,60 @@ write_local_move()
 }
 write_local_move
 
+# 12d. a shard move to a third node during a transaction on a worker that
+# does not hold the key's shard: the transaction's statements on the shard
+# go through Citus, which sends them all over the connection its first one
+# used, even after a move switched the shard elsewhere; the key's first
+# statement holds the shard (Citus's metadata lock) until the transaction
+# ends, so the move waits for it, and the key row is not written to the
+# shard left behind.  The payment is a plain table on worker1, as a charge
+# outside the cluster would be.
+worker_move_remote()
+{
+	local check=citus/worker-move-remote s shard a b rows charges again
+	s=$(scope_on worker2 wr-) || { notok "$check" "no scope on worker2"; return; }
+	shard=$(qv coordinator "SELECT get_shard_id_for_distribution_column('idempotency_keys', '$s')")
+	qv coordinator "SELECT citus_set_node_property('127.0.0.1', $COORDINATOR_PORT, 'shouldhaveshards', true)" >/dev/null
+	qv worker1 "CREATE TABLE charges_local (k text)" >/dev/null
+	q worker1 -At -v s="$s" >"$OUT/move-remote-a.log" 2>&1 <<'SQL' &
+BEGIN;
+SELECT 'a ' || outcome FROM idem_execute('wr-1', '{}', :'s', 201,
+    'INSERT INTO charges_local (k) SELECT $1 FROM pg_catalog.pg_sleep(3) RETURNING k', 'wr-1');
+COMMIT;
+SQL
+	a=$!
+	for _ in $(seq 1 100); do
+		[ "$(qv worker1 "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" = 1 ] && break
+		sleep 0.1
+	done
+	q coordinator -At -c "SELECT citus_move_shard_placement($shard, '127.0.0.1', $WORKER2_PORT,
+		'127.0.0.1', $COORDINATOR_PORT, shard_transfer_mode => 'block_writes')" >"$OUT/move-remote-b.log" 2>&1 &
+	b=$!
+	wait "$a"
+	wait "$b"
+	rows=$(qv coordinator "SELECT count(*) FROM idempotency_keys WHERE scope = '$s' AND key = 'wr-1' AND status = 'completed'")
+	again=$(q worker1 -At -v s="$s" 2>&1 <<'SQL'
+BEGIN;
+SELECT outcome FROM idem_execute('wr-1', '{}', :'s', 201,
+    'INSERT INTO charges_local (k) SELECT $1 RETURNING k', 'wr-1');
+COMMIT;
+SQL
+)
+	charges=$(qv worker1 "SELECT count(*) FROM charges_local WHERE k = 'wr-1'")
+	# back as it was, for the checks below
+	qv coordinator "SELECT citus_move_shard_placement($shard, '127.0.0.1', $COORDINATOR_PORT,
+		'127.0.0.1', $WORKER2_PORT, shard_transfer_mode => 'block_writes')" >>"$OUT/move-remote-b.log" 2>&1
+	qv coordinator "SELECT citus_set_node_property('127.0.0.1', $COORDINATOR_PORT, 'shouldhaveshards', false)" >/dev/null
+	if grep -q '^a new$' "$OUT/move-remote-a.log" && [ "$rows" = 1 ] && [ "$again" = replay ] && [ "$charges" = 1 ] &&
+		! grep -q ERROR "$OUT/move-remote-b.log"; then
+		ok "$check (idem_execute in a transaction on worker1 for a key on worker2, the shard moved to the coordinator meanwhile: the move waited, the key was kept, its retry replayed, one charge)"
+	else
+		notok "$check" "key rows after the move: $rows (1 wanted); the retry: ${again:-none} (replay wanted); charges: $charges (1 wanted):"
+		cat "$OUT/move-remote-a.log" "$OUT/move-remote-b.log" | head -n 10 | sed 's/^/# /'
+	fi
+}
+worker_move_remote
+
 # 13. the tenant recipe (docs/tenants.md)
 if q coordinator -f "$DIR/sql/tenants_setup.sql" >"$OUT/tenants-setup.log" 2>&1; then
 	trc=0
