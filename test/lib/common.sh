@@ -126,11 +126,14 @@ as_postgres()
 	runuser -u postgres -- env -C "$dir" PATH="$PG_BIN:$PATH" TMPDIR="$tmp" "$@"
 }
 
-# A free TCP port on loopback, at or a little above $1 (chosen at random, so
-# that two runs at once rarely race for the same one).
+# A free TCP port on loopback, near $1's last four digits + 20000 (chosen at
+# random, so that two runs at once rarely race for the same one): below
+# Linux's ephemeral range (32768-60999), where outgoing connections take
+# their local port, so that no client of this or another run holds the
+# port when the server binds it ("Address already in use").
 free_port()
 {
-	local port=$(($1 + RANDOM % 1000))
+	local port=$((20000 + $1 % 10000 + RANDOM % 1000))
 	while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
 		port=$((port + 1))
 	done
