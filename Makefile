@@ -56,6 +56,12 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# SHA-256 of requests through OpenSSL directly where PostgreSQL is built with
+# it (src/hash.c); with_ssl comes from PGXS.
+ifeq ($(with_ssl),openssl)
+SHLIB_LINK += -lcrypto
+endif
+
 # Out-of-tree (VPATH) builds, as pg_buildext makes them for the Debian
 # package, need the object directory.
 ifdef VPATH
