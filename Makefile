@@ -39,11 +39,11 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter
 #                            servers of their own from the installed
 #                            binaries (PROVE_TESTS=test/t/010_worker.pl: one)
 REGRESS = setup claim record hash guc input expire stats execute execute_hostile \
-	attack_interval attack_execute attack_dump plans
+	attack_interval attack_execute attack_dump plans large_response
 ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
 	attack_guard_index attack_guard_matview attack_guard_sequence attack_mapping_rule \
-	attack_lock_squat attack_probe attack_savepoint_locks
+	attack_lock_squat attack_probe attack_savepoint_locks row_type_change
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 	--load-extension=idempotency
 ifdef TEMP_INSTANCE

@@ -251,10 +251,17 @@ extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
 extern void IdemClaimInit(void);
 
 /* shards.c */
+
+/* A key's shard (Citus): its id, and its relation where this node holds it */
+typedef struct IdemShard
+{
+	int64		shardid;
+	Oid			relid;			/* InvalidOid: not on this node */
+} IdemShard;
+
 extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
-extern Oid	IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid);
+extern bool IdemKeyShard(Oid nspid, text *scope, IdemShard *out);
 extern bool IdemCitusLocalAllowed(void);
-extern int64 IdemKeyShardId(Oid nspid, text *scope);
 extern void IdemCitusHoldShard(int64 shardid);
 extern void IdemCitusEnsureLocal(void);
 extern void IdemCitusNoteLocal(bool wrote);

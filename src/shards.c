@@ -36,6 +36,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "storage/lockdefs.h"
@@ -195,37 +196,27 @@ IdemKeyShardIsLocal(Oid nspid, text *scope)
 }
 
 /*
- * The id of scope's shard in idempotency_keys (of the extension in schema
- * nspid), wherever it is; 0 where Citus is not installed or the table is
- * not hash-distributed by scope.  Must be called inside SPI.
- */
-int64
-IdemKeyShardId(Oid nspid, text *scope)
-{
-	KeyShard   *shard = ShardOf(nspid, scope);
-
-	return shard != NULL ? shard->shardid : 0;
-}
-
-/*
- * The relation of scope's shard where this node holds it, and its shard id
- * in *shardid; InvalidOid elsewhere (as IdemKeyShardIsLocal), or if no
- * relation has the shard's name: Citus names a shard <table>_<shardid>, in
- * the table's schema.  Looked up once per shard list.  Must be called
+ * Scope's shard in idempotency_keys (of the extension in schema nspid),
+ * into *out: its id, wherever it is, and where this node holds it (its only
+ * placement) its relation here, else InvalidOid (also if no relation has
+ * the shard's name: Citus names a shard <table>_<shardid>, in the table's
+ * schema; looked up once per shard list).  False where Citus is not
+ * installed or the table is not hash-distributed by scope.  Must be called
  * inside SPI.
  */
-Oid
-IdemKeyLocalShard(Oid nspid, text *scope, int64 *shardid)
+bool
+IdemKeyShard(Oid nspid, text *scope, IdemShard *out)
 {
 	KeyShard   *shard = ShardOf(nspid, scope);
 
-	if (shard == NULL || !shard->local)
-		return InvalidOid;
-	if (!OidIsValid(shard->relid))
+	if (shard == NULL)
+		return false;
+	if (shard->local && !OidIsValid(shard->relid))
 		shard->relid = get_relname_relid(psprintf("idempotency_keys_" INT64_FORMAT,
 												  shard->shardid), nspid);
-	*shardid = shard->shardid;
-	return shard->relid;
+	out->shardid = shard->shardid;
+	out->relid = shard->local ? shard->relid : InvalidOid;
+	return true;
 }
 
 /*
@@ -318,6 +309,59 @@ IdemCitusLocalAllowed(void)
 }
 
 /*
+ * The shards this transaction holds (IdemCitusHoldShard), so that a
+ * statement on a shard already held takes neither the lock nor the
+ * invalidations again (Citus copies the shard's metadata at each lock:
+ * about 7,000 instructions of a replay on a worker).  Forgotten when the
+ * transaction ends (its local id changes) and when any subtransaction
+ * aborts, which releases the locks taken in it.
+ */
+#define HELD_SHARDS 8
+
+static LocalTransactionId held_lxid = InvalidLocalTransactionId;
+static int	held_count = 0;
+static int64 held_shards[HELD_SHARDS];
+static bool held_callback = false;
+
+static void
+HeldShardsForget(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		held_count = 0;
+}
+
+static bool
+ShardHeld(int64 shardid)
+{
+	if (held_lxid != IdemCurrentLxid())
+		return false;
+	for (int i = 0; i < held_count; i++)
+	{
+		if (held_shards[i] == shardid)
+			return true;
+	}
+	return false;
+}
+
+static void
+ShardHeldNow(int64 shardid)
+{
+	if (!held_callback)
+	{
+		RegisterSubXactCallback(HeldShardsForget, NULL);
+		held_callback = true;
+	}
+	if (held_lxid != IdemCurrentLxid())
+	{
+		held_lxid = IdemCurrentLxid();
+		held_count = 0;
+	}
+	if (held_count < HELD_SHARDS)
+		held_shards[held_count++] = shardid;
+}
+
+/*
  * Hold shard shardid where it is until this transaction ends: Citus's shard
  * metadata lock (ShareLock), which every write through Citus takes and a
  * shard move or split takes on every node while it switches the shard's
@@ -329,17 +373,20 @@ IdemCitusLocalAllowed(void)
  * on a shard over the connection its first one used, also after a move
  * switched the shard to another node (on a worker the placement keeps its
  * id), and a write would then go to the shard left behind, to be dropped
- * with it.  Must be called inside SPI.
+ * with it.  Once per shard and transaction.  Must be called inside SPI.
  */
 void
 IdemCitusHoldShard(int64 shardid)
 {
+	if (ShardHeld(shardid))
+		return;
 	if (!citus.known)
 		CitusLookUp();
 	if (!citus.usable)
 		return;
 	citus.lock_shard_metadata(shardid, ShareLock);
 	AcceptInvalidationMessages();
+	ShardHeldNow(shardid);
 }
 
 /*

@@ -13,13 +13,14 @@
  * whatever the caller's search_path.  They name their parameters (:token,
  * :lease_end, ...); callers pass values by those names (IdemArgs).
  *
- * On Citus, where the key's shard has its only placement on this node, the
- * key's read and idem_execute's key row run on the shard's relation by
- * name instead (ShardStmt), under the locks Citus's own local execution
- * takes for them (for the write, its shard metadata lock, which a shard
- * move waits for) and recorded with Citus as it records its own (the
- * transaction's later statements on this node's shards stay local, and
- * it commits in two phases if it also wrote on another node).
+ * On Citus, every statement on a key first holds the key's shard where it
+ * is until the transaction ends (Citus's shard metadata lock, which a shard
+ * move or split waits for), and where the shard has its only placement on
+ * this node, the key's read and idem_execute's key row run on the shard's
+ * relation by name instead (ShardStmt), under the locks Citus's own local
+ * execution takes for them, and recorded with Citus as it records its own
+ * (the transaction's later statements on this node's shards stay local,
+ * and it commits in two phases if it also wrote on another node).
  *
  *-------------------------------------------------------------------------
  */
@@ -422,7 +423,6 @@ static int	shard_plans_next = 0;
  */
 static Oid	keys_relid = InvalidOid;
 static bool keys_shape_known = false;
-static Oid	row_attnums_type = InvalidOid;	/* IdemReadRow's, below */
 static bool keys_have_due_at = true;
 static bool keys_callback = false;
 
@@ -436,7 +436,6 @@ KeysInvalidate(Datum arg, Oid relid)
 	{
 		keys_relid = InvalidOid;
 		keys_shape_known = false;
-		row_attnums_type = InvalidOid;
 	}
 }
 
@@ -956,12 +955,9 @@ IdemRlsApplies(Oid nspid)
  * does better still: ShardStmt.)
  */
 static bool
-ScopeInlined(IdemStmt stmt, Oid nspid, const IdemArgs *args)
+ScopeInlined(IdemStmt stmt, const IdemShard *shard)
 {
-	return stmt == IDEM_STMT_COMPLETE &&
-		(args->given & (UINT32_C(1) << IDEM_PARAM_SCOPE)) != 0 &&
-		!args->isnull[IDEM_PARAM_SCOPE] &&
-		IdemKeyShardIsLocal(nspid, DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]));
+	return stmt == IDEM_STMT_COMPLETE && OidIsValid(shard->relid);
 }
 
 /*
@@ -1030,19 +1026,21 @@ PrepareShardPlan(ShardPlan *slot, IdemStmt stmt, Oid nspid, Oid shard, int64 sha
 }
 
 /*
- * Lock shard (the relation of scope's shard, *shardid, on this node) for a
- * statement, as ShardStmt says, then ask again whether it is still here;
+ * Lock the relation of scope's shard on this node (shard) for a statement,
+ * as ShardStmt says, then ask again whether it is still here (into shard);
  * false if not, and the statement goes through Citus.  Recorded with
  * Citus once it is.
  */
 static bool
-LockLocalShard(bool write, Oid nspid, text *scope, Oid shard, int64 *shardid)
+LockLocalShard(bool write, Oid nspid, text *scope, IdemShard *shard)
 {
+	Oid			relid = shard->relid;
+
 	IdemCitusEnsureLocal();
-	LockRelationOid(shard, write ? RowExclusiveLock : AccessShareLock);
+	LockRelationOid(relid, write ? RowExclusiveLock : AccessShareLock);
 	AcceptInvalidationMessages();
-	if (IdemKeyLocalShard(nspid, scope, shardid) != shard ||
-		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(shard)))
+	if (!IdemKeyShard(nspid, scope, shard) || shard->relid != relid ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
 		return false;
 	IdemCitusNoteLocal(write);
 	return true;
@@ -1067,9 +1065,9 @@ ShardPlanFor(IdemStmt stmt, Oid nspid, Oid shard, int64 shardid)
 }
 
 /*
- * On Citus, the saved plan of a statement of shard_access on the shard of
- * its scope, where this node holds that shard (its only placement); NULL
- * elsewhere, and the statement goes through Citus.
+ * On Citus, the saved plan of a statement of shard_access on the key's
+ * shard (shard, of scope), where this node holds it (its only placement);
+ * NULL elsewhere, and the statement goes through Citus.
  *
  * The statement names the shard's relation: it is what Citus's local
  * execution runs, without Citus planning it for the distributed table,
@@ -1097,59 +1095,53 @@ ShardPlanFor(IdemStmt stmt, Oid nspid, Oid shard, int64 shardid)
  * longer here, the statement goes through Citus to its new placement.
  */
 static const SavedStmt *
-ShardStmt(IdemStmt stmt, Oid nspid, const IdemArgs *args)
+ShardStmt(IdemStmt stmt, Oid nspid, text *scope, IdemShard *shard)
 {
 	ShardAccess access = shard_access[stmt];
-	int64		shardid;
-	Oid			shard;
-	text	   *scope;
 
-	if (access == SHARD_NONE ||
-		(args->given & (UINT32_C(1) << IDEM_PARAM_SCOPE)) == 0 ||
+	if (access == SHARD_NONE || !OidIsValid(shard->relid) ||
+		!IdemCitusLocalAllowed() ||
+		!LockLocalShard(access == SHARD_WRITE, nspid, scope, shard))
+		return NULL;
+	return ShardPlanFor(stmt, nspid, shard->relid, shard->shardid);
+}
+
+/* The statement's :scope argument; NULL if it has none */
+static text *
+ScopeArg(const IdemArgs *args)
+{
+	if ((args->given & (UINT32_C(1) << IDEM_PARAM_SCOPE)) == 0 ||
 		args->isnull[IDEM_PARAM_SCOPE])
 		return NULL;
-	scope = DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]);
-	shard = IdemKeyLocalShard(nspid, scope, &shardid);
-	if (!OidIsValid(shard) || !IdemCitusLocalAllowed() ||
-		!LockLocalShard(access == SHARD_WRITE, nspid, scope, shard, &shardid))
-		return NULL;
-	return ShardPlanFor(stmt, nspid, shard, shardid);
+	return DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]);
 }
 
 /*
- * On Citus, hold the shard of the statement's key where it is until the
- * transaction ends (IdemCitusHoldShard), before the statement reaches it;
- * nothing elsewhere.
+ * Run a saved statement with args; returns SPI_processed.  On Citus, a
+ * statement on a key first holds the key's shard where it is until the
+ * transaction ends (IdemCitusHoldShard), then runs on the shard's relation
+ * here (ShardStmt), or through Citus.
  */
-static void
-HoldKeyShard(Oid nspid, const IdemArgs *args)
-{
-	int64		shardid;
-
-	if ((args->given & (UINT32_C(1) << IDEM_PARAM_SCOPE)) == 0 ||
-		args->isnull[IDEM_PARAM_SCOPE])
-		return;
-	shardid = IdemKeyShardId(nspid, DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]));
-	if (shardid != 0)
-		IdemCitusHoldShard(shardid);
-}
-
-/* Run a saved statement with args; returns SPI_processed */
 int
 IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 			long count)
 {
 	const SavedStmt *s = SavedPlan(stmt, nspid);
-	const SavedStmt *local;
+	const SavedStmt *local = NULL;
+	text	   *scope = ScopeArg(args);
+	IdemShard	shard = {0};
 	Datum		values[STMT_MAX_PARAMS];
 	char		nulls[STMT_MAX_PARAMS];
 	int			rc;
 
-	HoldKeyShard(nspid, args);
-	local = ShardStmt(stmt, nspid, args);
+	if (scope != NULL && IdemKeyShard(nspid, scope, &shard))
+	{
+		IdemCitusHoldShard(shard.shardid);
+		local = ShardStmt(stmt, nspid, scope, &shard);
+	}
 	if (local != NULL)
 		s = local;
-	else if (ScopeInlined(stmt, nspid, args))
+	else if (scope != NULL && ScopeInlined(stmt, &shard))
 	{
 		rc = InlinedScopeRun(stmt, nspid, args, read_only, count);
 		if (rc < 0)
@@ -1273,35 +1265,55 @@ static const char *const row_column_names[ROW_NCOLUMNS] = {
 };
 
 /*
- * Their numbers in the row type read last: the table's, or a Citus shard's
- * (a shard made after a column was dropped from the table numbers its
- * columns without the gap).
+ * Their numbers in the row types read lately: the table's, and on Citus a
+ * shard's (a shard made after a column was dropped from the table numbers
+ * its columns without the gap).  Each is known by its type cache entry's
+ * identifier, which changes whenever the type's columns do.
  */
-static int	row_attnums[ROW_NCOLUMNS];
+#define ROW_TYPES 4
 
-/* Find the columns' numbers in desc, the row type of the key's row */
-static void
+typedef struct RowType
+{
+	uint64		ident;			/* assign_record_type_identifier; 0: empty */
+	int			attnums[ROW_NCOLUMNS];
+} RowType;
+
+static RowType row_types[ROW_TYPES];
+static int	row_types_next = 0;
+
+/* The columns' numbers in desc, the row type of the key's row */
+static const int *
 RowAttnums(TupleDesc desc)
 {
-	if (row_attnums_type == desc->tdtypeid && OidIsValid(row_attnums_type))
-		return;
-	row_attnums_type = InvalidOid;
+	uint64		ident = assign_record_type_identifier(desc->tdtypeid, desc->tdtypmod);
+	RowType    *t;
+
+	for (int i = 0; i < ROW_TYPES; i++)
+	{
+		if (row_types[i].ident == ident)
+			return row_types[i].attnums;
+	}
+	t = &row_types[row_types_next];
+	row_types_next = (row_types_next + 1) % ROW_TYPES;
+	t->ident = 0;
 	for (int col = 0; col < ROW_NCOLUMNS; col++)
 	{
 		int			attnum = SPI_fnumber(desc, row_column_names[col]);
 
 		if (attnum <= 0)
 			elog(ERROR, "key row has no column \"%s\"", row_column_names[col]);
-		row_attnums[col] = attnum;
+		t->attnums[col] = attnum;
 	}
-	row_attnums_type = desc->tdtypeid;
+	t->ident = ident;
+	return t->attnums;
 }
 
-/* One column of the key's row (RowAttnums called for desc) */
+/* One column of the key's row (attnums: RowAttnums(desc)) */
 static Datum
-RowValue(HeapTuple tup, TupleDesc desc, RowColumn col, bool *isnull)
+RowValue(HeapTuple tup, TupleDesc desc, const int *attnums, RowColumn col,
+		 bool *isnull)
 {
-	return heap_getattr(tup, row_attnums[col], desc, isnull);
+	return heap_getattr(tup, attnums[col], desc, isnull);
 }
 
 /*
@@ -1315,6 +1327,7 @@ IdemReadRow(IdemRow *row, MemoryContext mcxt)
 	HeapTupleData whole;
 	HeapTuple	tup;
 	TupleDesc	desc;
+	const int  *attnums;
 	bool		isnull;
 	Datum		d;
 	MemoryContext old;
@@ -1330,7 +1343,7 @@ IdemReadRow(IdemRow *row, MemoryContext mcxt)
 	header = DatumGetHeapTupleHeader(d);
 	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(header),
 								  HeapTupleHeaderGetTypMod(header));
-	RowAttnums(desc);
+	attnums = RowAttnums(desc);
 	whole.t_len = HeapTupleHeaderGetDatumLength(header);
 	ItemPointerSetInvalid(&whole.t_self);
 	whole.t_tableOid = InvalidOid;
@@ -1339,23 +1352,23 @@ IdemReadRow(IdemRow *row, MemoryContext mcxt)
 	old = MemoryContextSwitchTo(mcxt);
 
 	row->found = true;
-	row->status = RowValue(tup, desc, COL_STATUS, &isnull);
-	row->status_code = StatusOf(row->status, TupleDescAttr(desc, row_attnums[COL_STATUS] - 1)->atttypid);
-	d = RowValue(tup, desc, COL_REQUEST_HASH, &isnull);
+	row->status = RowValue(tup, desc, attnums, COL_STATUS, &isnull);
+	row->status_code = StatusOf(row->status, TupleDescAttr(desc, attnums[COL_STATUS] - 1)->atttypid);
+	d = RowValue(tup, desc, attnums, COL_REQUEST_HASH, &isnull);
 	row->request_hash = isnull ? NULL : DatumGetByteaPCopy(d);
-	d = RowValue(tup, desc, COL_RESPONSE_CODE, &isnull);
+	d = RowValue(tup, desc, attnums, COL_RESPONSE_CODE, &isnull);
 	row->response_code_null = isnull;
 	row->response_code = isnull ? 0 : DatumGetInt32(d);
-	d = RowValue(tup, desc, COL_RESPONSE, &isnull);
+	d = RowValue(tup, desc, attnums, COL_RESPONSE, &isnull);
 	row->response = isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(d));
-	row->token = DatumGetInt64(RowValue(tup, desc, COL_TOKEN, &isnull));
-	d = RowValue(tup, desc, COL_LOCKED_UNTIL, &isnull);
+	row->token = DatumGetInt64(RowValue(tup, desc, attnums, COL_TOKEN, &isnull));
+	d = RowValue(tup, desc, attnums, COL_LOCKED_UNTIL, &isnull);
 	row->locked_until_null = isnull;
 	row->locked_until = isnull ? 0 : DatumGetTimestampTz(d);
-	d = RowValue(tup, desc, COL_RECOVERY_POINT, &isnull);
+	d = RowValue(tup, desc, attnums, COL_RECOVERY_POINT, &isnull);
 	row->recovery_point = isnull ? NULL : DatumGetTextPCopy(d);
-	row->retryable = DatumGetBool(RowValue(tup, desc, COL_RETRYABLE, &isnull));
-	row->expires_at = DatumGetTimestampTz(RowValue(tup, desc, COL_EXPIRES_AT, &isnull));
+	row->retryable = DatumGetBool(RowValue(tup, desc, attnums, COL_RETRYABLE, &isnull));
+	row->expires_at = DatumGetTimestampTz(RowValue(tup, desc, attnums, COL_EXPIRES_AT, &isnull));
 
 	MemoryContextSwitchTo(old);
 	ReleaseTupleDesc(desc);

@@ -826,6 +826,36 @@ SQL
 }
 worker_move_remote
 
+# 12e. the key's shard stays held after a rolled-back savepoint: a
+# statement on a key holds the key's shard once per transaction, and a
+# subtransaction's abort releases the lock it took there, so the next
+# statement on the key takes it again (else a move would not wait for the
+# rest of the transaction, as in 12d)
+hold_savepoint()
+{
+	local check=citus/hold-savepoint s got
+	s=$(scope_on worker2 hs-) || { notok "$check" "no scope on worker2"; return; }
+	got=$(q worker1 -At -v s="$s" 2>&1 <<'SQL'
+\set held 'SELECT count(*) FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = ''advisory'' AND mode = ''ShareLock'' AND granted'
+BEGIN;
+SAVEPOINT a;
+SELECT count(*) FROM idem_lookup('hs-1', :'s');
+:held;
+ROLLBACK TO SAVEPOINT a;
+:held;
+SELECT count(*) FROM idem_lookup('hs-1', :'s');
+:held;
+COMMIT;
+SQL
+)
+	if [ "$(echo $got)" = "0 1 0 0 1" ]; then
+		ok "$check (worker1, a key on worker2: held in a savepoint, released by ROLLBACK TO SAVEPOINT, held again by the next call)"
+	else
+		notok "$check" "lookup, shard locks held, after the rollback, lookup, held: $(echo $got) (0 1 0 0 1 wanted)"
+	fi
+}
+hold_savepoint
+
 # 13. the tenant recipe (docs/tenants.md)
 if q coordinator -f "$DIR/sql/tenants_setup.sql" >"$OUT/tenants-setup.log" 2>&1; then
 	trc=0
