@@ -1308,12 +1308,44 @@ RowAttnums(TupleDesc desc)
 	return t->attnums;
 }
 
-/* One column of the key's row (attnums: RowAttnums(desc)) */
-static Datum
-RowValue(HeapTuple tup, TupleDesc desc, const int *attnums, RowColumn col,
-		 bool *isnull)
+/* The key's row, its columns taken apart once (heap_deform_tuple) */
+typedef struct KeyRow
 {
-	return heap_getattr(tup, attnums[col], desc, isnull);
+	Datum	   *values;			/* by attnum - 1, as nulls */
+	bool	   *nulls;
+	const int  *attnums;		/* RowAttnums of its row type */
+	Oid			status_type;
+} KeyRow;
+
+/* Take the whole-row value d apart into *kr, in the current memory context */
+static void
+DeformKeyRow(Datum d, KeyRow *kr)
+{
+	HeapTupleHeader header = DatumGetHeapTupleHeader(d);
+	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(header),
+											  HeapTupleHeaderGetTypMod(header));
+	HeapTupleData whole;
+
+	whole.t_len = HeapTupleHeaderGetDatumLength(header);
+	ItemPointerSetInvalid(&whole.t_self);
+	whole.t_tableOid = InvalidOid;
+	whole.t_data = header;
+	kr->values = palloc(sizeof(Datum) * desc->natts);
+	kr->nulls = palloc(sizeof(bool) * desc->natts);
+	heap_deform_tuple(&whole, desc, kr->values, kr->nulls);
+	kr->attnums = RowAttnums(desc);
+	kr->status_type = TupleDescAttr(desc, kr->attnums[COL_STATUS] - 1)->atttypid;
+	ReleaseTupleDesc(desc);
+}
+
+/* One column of the key's row */
+static Datum
+RowValue(const KeyRow *kr, RowColumn col, bool *isnull)
+{
+	int			i = kr->attnums[col] - 1;
+
+	*isnull = kr->nulls[i];
+	return kr->values[i];
 }
 
 /*
@@ -1323,11 +1355,7 @@ RowValue(HeapTuple tup, TupleDesc desc, const int *attnums, RowColumn col,
 void
 IdemReadRow(IdemRow *row, MemoryContext mcxt)
 {
-	HeapTupleHeader header;
-	HeapTupleData whole;
-	HeapTuple	tup;
-	TupleDesc	desc;
-	const int  *attnums;
+	KeyRow		kr;
 	bool		isnull;
 	Datum		d;
 	MemoryContext old;
@@ -1336,42 +1364,32 @@ IdemReadRow(IdemRow *row, MemoryContext mcxt)
 	if (SPI_processed == 0)
 		return;
 
-	/* the whole-row value, as a tuple of its row type */
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (isnull)
 		elog(ERROR, "key row read as NULL");
-	header = DatumGetHeapTupleHeader(d);
-	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(header),
-								  HeapTupleHeaderGetTypMod(header));
-	attnums = RowAttnums(desc);
-	whole.t_len = HeapTupleHeaderGetDatumLength(header);
-	ItemPointerSetInvalid(&whole.t_self);
-	whole.t_tableOid = InvalidOid;
-	whole.t_data = header;
-	tup = &whole;
+	DeformKeyRow(d, &kr);
 	old = MemoryContextSwitchTo(mcxt);
 
 	row->found = true;
-	row->status = RowValue(tup, desc, attnums, COL_STATUS, &isnull);
-	row->status_code = StatusOf(row->status, TupleDescAttr(desc, attnums[COL_STATUS] - 1)->atttypid);
-	d = RowValue(tup, desc, attnums, COL_REQUEST_HASH, &isnull);
+	row->status = RowValue(&kr, COL_STATUS, &isnull);
+	row->status_code = StatusOf(row->status, kr.status_type);
+	d = RowValue(&kr, COL_REQUEST_HASH, &isnull);
 	row->request_hash = isnull ? NULL : DatumGetByteaPCopy(d);
-	d = RowValue(tup, desc, attnums, COL_RESPONSE_CODE, &isnull);
+	d = RowValue(&kr, COL_RESPONSE_CODE, &isnull);
 	row->response_code_null = isnull;
 	row->response_code = isnull ? 0 : DatumGetInt32(d);
-	d = RowValue(tup, desc, attnums, COL_RESPONSE, &isnull);
+	d = RowValue(&kr, COL_RESPONSE, &isnull);
 	row->response = isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(d));
-	row->token = DatumGetInt64(RowValue(tup, desc, attnums, COL_TOKEN, &isnull));
-	d = RowValue(tup, desc, attnums, COL_LOCKED_UNTIL, &isnull);
+	row->token = DatumGetInt64(RowValue(&kr, COL_TOKEN, &isnull));
+	d = RowValue(&kr, COL_LOCKED_UNTIL, &isnull);
 	row->locked_until_null = isnull;
 	row->locked_until = isnull ? 0 : DatumGetTimestampTz(d);
-	d = RowValue(tup, desc, attnums, COL_RECOVERY_POINT, &isnull);
+	d = RowValue(&kr, COL_RECOVERY_POINT, &isnull);
 	row->recovery_point = isnull ? NULL : DatumGetTextPCopy(d);
-	row->retryable = DatumGetBool(RowValue(tup, desc, attnums, COL_RETRYABLE, &isnull));
-	row->expires_at = DatumGetTimestampTz(RowValue(tup, desc, attnums, COL_EXPIRES_AT, &isnull));
+	row->retryable = DatumGetBool(RowValue(&kr, COL_RETRYABLE, &isnull));
+	row->expires_at = DatumGetTimestampTz(RowValue(&kr, COL_EXPIRES_AT, &isnull));
 
 	MemoryContextSwitchTo(old);
-	ReleaseTupleDesc(desc);
 }
 
 /*
