@@ -42,7 +42,6 @@
 #include "storage/lockdefs.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
-#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -222,10 +221,12 @@ IdemKeyShard(Oid nspid, text *scope, IdemShard *out)
 /*
  * What Citus's local execution of a statement on a shard of this node does
  * besides running it, reached through what citus.so exports, as Citus 13
- * declares and numbers it: its local execution status of the transaction,
- * its check that a statement may run here at all (not inside a query on a
- * shard), its shard metadata lock, its two-phase commit flag, and its
- * record that the transaction modified data.  Looked up once per backend,
+ * declares and numbers it: its setting citus.enable_local_execution (the
+ * variable, read without the GUC lookup by name), its local execution
+ * status of the transaction, its check that a statement may run here at
+ * all (not inside a query on a shard), its shard metadata lock, its
+ * two-phase commit flag, and its record that the transaction modified
+ * data.  Looked up once per backend,
  * and only for a Citus 13 (its extension version); any other Citus, or one
  * without all of them, gets no statement on its shards from us.
  */
@@ -248,6 +249,7 @@ static struct
 	void		(*lock_shard_metadata) (int64 shardid, LOCKMODE mode);
 	void		(*use_2pc) (void);
 	int		   *xact_modification_level;
+	bool	   *enable_local_execution; /* citus.enable_local_execution */
 }			citus;
 
 /* A symbol of citus.so (a function, or the variable's address), or NULL */
@@ -283,9 +285,11 @@ CitusLookUp(void)
 	citus.lock_shard_metadata = CitusSymbol("LockShardDistributionMetadata");
 	citus.use_2pc = CitusSymbol("Use2PCForCoordinatedTransaction");
 	citus.xact_modification_level = CitusSymbol("XactModificationLevel");
+	citus.enable_local_execution = CitusSymbol("EnableLocalExecution");
 	citus.usable = citus.get_local_execution != NULL && citus.set_local_execution != NULL &&
 		citus.ensure_execution_allowed != NULL && citus.lock_shard_metadata != NULL &&
-		citus.use_2pc != NULL && citus.xact_modification_level != NULL;
+		citus.use_2pc != NULL && citus.xact_modification_level != NULL &&
+		citus.enable_local_execution != NULL;
 }
 
 /*
@@ -299,13 +303,10 @@ CitusLookUp(void)
 bool
 IdemCitusLocalAllowed(void)
 {
-	const char *enabled = GetConfigOption("citus.enable_local_execution", true, false);
-
-	if (enabled == NULL || strcmp(enabled, "on") != 0)
-		return false;
 	if (!citus.known)
 		CitusLookUp();
-	return citus.usable && citus.get_local_execution() != CITUS_LOCAL_EXECUTION_DISABLED;
+	return citus.usable && *citus.enable_local_execution &&
+		citus.get_local_execution() != CITUS_LOCAL_EXECUTION_DISABLED;
 }
 
 /*
