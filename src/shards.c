@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * shards.c
- *	  On Citus: does this node hold the shard of a key's scope?
+ *	  On Citus: the shard of a key's scope, whether this node holds it, and
+ *	  holding it where it is until the transaction ends.
  *
  * A claim takes the key's lock on the node that holds the key's shard
  * (claim.c), through a statement routed to the key's row, so that every
@@ -31,6 +32,11 @@
  * Anything else (no Citus, the table not distributed, distributed by
  * another column, a reference or single-shard table) answers "not here",
  * and the claim takes the routed statement as before.
+ *
+ * Every statement on a key, here or through Citus, first holds the key's
+ * shard with Citus's shard metadata lock until the transaction ends, once
+ * per transaction (IdemCitusHoldShard), so that a shard move waits for
+ * the transaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -208,6 +214,8 @@ IdemKeyShard(Oid nspid, text *scope, IdemShard *out)
 {
 	KeyShard   *shard = ShardOf(nspid, scope);
 
+	out->shardid = 0;
+	out->relid = InvalidOid;
 	if (shard == NULL)
 		return false;
 	if (shard->local && !OidIsValid(shard->relid))
@@ -226,9 +234,9 @@ IdemKeyShard(Oid nspid, text *scope, IdemShard *out)
  * status of the transaction, its check that a statement may run here at
  * all (not inside a query on a shard), its shard metadata lock, its
  * two-phase commit flag, and its record that the transaction modified
- * data.  Looked up once per backend,
- * and only for a Citus 13 (its extension version); any other Citus, or one
- * without all of them, gets no statement on its shards from us.
+ * data.  Looked up once per backend, and only for a Citus 13 (its
+ * extension version); any other Citus, or one without all of them, gets no
+ * statement on its shards from us.
  */
 typedef enum CitusLocalExecution
 {
@@ -314,19 +322,24 @@ IdemCitusLocalAllowed(void)
  * statement on a shard already held takes neither the lock nor the
  * invalidations again (Citus copies the shard's metadata at each lock:
  * about 7,000 instructions of a replay on a worker).  Forgotten when the
- * transaction ends (its local id changes) and when any subtransaction
+ * transaction ends (commit, abort or prepare) and when any subtransaction
  * aborts, which releases the locks taken in it.
  */
 #define HELD_SHARDS 8
 
-static LocalTransactionId held_lxid = InvalidLocalTransactionId;
 static int	held_count = 0;
 static int64 held_shards[HELD_SHARDS];
-static bool held_callback = false;
+static bool held_callbacks = false;
 
 static void
-HeldShardsForget(SubXactEvent event, SubTransactionId mySubid,
-				 SubTransactionId parentSubid, void *arg)
+HeldShardsForgetXact(XactEvent event, void *arg)
+{
+	held_count = 0;
+}
+
+static void
+HeldShardsForgetSubXact(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 		held_count = 0;
@@ -335,8 +348,6 @@ HeldShardsForget(SubXactEvent event, SubTransactionId mySubid,
 static bool
 ShardHeld(int64 shardid)
 {
-	if (held_lxid != IdemCurrentLxid())
-		return false;
 	for (int i = 0; i < held_count; i++)
 	{
 		if (held_shards[i] == shardid)
@@ -348,15 +359,11 @@ ShardHeld(int64 shardid)
 static void
 ShardHeldNow(int64 shardid)
 {
-	if (!held_callback)
+	if (!held_callbacks)
 	{
-		RegisterSubXactCallback(HeldShardsForget, NULL);
-		held_callback = true;
-	}
-	if (held_lxid != IdemCurrentLxid())
-	{
-		held_lxid = IdemCurrentLxid();
-		held_count = 0;
+		RegisterXactCallback(HeldShardsForgetXact, NULL);
+		RegisterSubXactCallback(HeldShardsForgetSubXact, NULL);
+		held_callbacks = true;
 	}
 	if (held_count < HELD_SHARDS)
 		held_shards[held_count++] = shardid;

@@ -1041,7 +1041,10 @@ LockLocalShard(bool write, Oid nspid, text *scope, IdemShard *shard)
 	AcceptInvalidationMessages();
 	if (!IdemKeyShard(nspid, scope, shard) || shard->relid != relid ||
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+	{
+		shard->relid = InvalidOid;
 		return false;
+	}
 	IdemCitusNoteLocal(write);
 	return true;
 }
@@ -1082,12 +1085,12 @@ ShardPlanFor(IdemStmt stmt, Oid nspid, Oid shard, int64 shardid)
  * connection, whose writes this backend would not see), and recorded with
  * Citus as its local execution records its own.
  *
- * Every statement on the key, here or through Citus, first holds the
- * key's shard where it is until the transaction ends (HoldKeyShard: Citus's
- * shard metadata lock, which a shard move or split takes on every node
- * while it switches the shard's placement), so a move waits for the
- * transaction, and the transaction's statements after one that committed
- * before see it.  Here then Citus's check that a statement may run here
+ * IdemExecute has already held the key's shard where it is until the
+ * transaction ends (IdemCitusHoldShard: Citus's shard metadata lock, which
+ * a shard move or split takes on every node while it switches the shard's
+ * placement), so a move waits for the transaction, and the transaction's
+ * statements after one that committed before see it.  Here then Citus's
+ * check that a statement may run here
  * (not inside a query on a shard: Citus's error, as through Citus); the
  * shard is locked and invalidations taken in before the list of local
  * shards is asked again, so a move or drop that committed before is seen,
@@ -1141,7 +1144,7 @@ IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 	}
 	if (local != NULL)
 		s = local;
-	else if (scope != NULL && ScopeInlined(stmt, &shard))
+	else if (ScopeInlined(stmt, &shard))
 	{
 		rc = InlinedScopeRun(stmt, nspid, args, read_only, count);
 		if (rc < 0)
@@ -1265,12 +1268,13 @@ static const char *const row_column_names[ROW_NCOLUMNS] = {
 };
 
 /*
- * Their numbers in the row types read lately: the table's, and on Citus a
- * shard's (a shard made after a column was dropped from the table numbers
- * its columns without the gap).  Each is known by its type cache entry's
- * identifier, which changes whenever the type's columns do.
+ * Their numbers in the row types read lately: the table's, and on Citus
+ * each local shard's (a shard made after a column was dropped from the
+ * table numbers its columns without the gap), as many as the shard plans
+ * kept.  Each is known by its type cache entry's identifier, which changes
+ * whenever the type's columns do.
  */
-#define ROW_TYPES 4
+#define ROW_TYPES (SHARD_PLANS + 1)
 
 typedef struct RowType
 {
