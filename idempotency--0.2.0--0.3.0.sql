@@ -194,3 +194,23 @@ $idem_distribute$;
 COMMENT ON FUNCTION idem_distribute(regclass, boolean) IS
     'Citus: distributes idempotency_keys by scope, co-located with colocate_with, and (delegate) each key function by its scope argument';
 REVOKE ALL ON FUNCTION idem_distribute(regclass, boolean) FROM PUBLIC;
+
+/*
+ * The C functions pin search_path themselves, for exactly the span of
+ * their own statements (src/store.c, IdemPinSearchPath: the list the SET
+ * clause gave), instead of by a SET clause, whose save and restore of
+ * every GUC cost a claim or a complete about 7,400 instructions.  Inside
+ * an extension script Citus does not carry ALTER FUNCTION to the workers;
+ * it runs this update on each of them itself.
+ */
+ALTER FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean) RESET search_path;
+ALTER FUNCTION idem_complete(text, integer, jsonb, text, bigint) RESET search_path;
+ALTER FUNCTION idem_fail(text, text, bigint, integer, jsonb, boolean) RESET search_path;
+ALTER FUNCTION idem_heartbeat(text, text, bigint, interval) RESET search_path;
+ALTER FUNCTION idem_release(text, text, bigint) RESET search_path;
+ALTER FUNCTION idem_checkpoint(text, text, text, bigint) RESET search_path;
+ALTER FUNCTION idem_resolve(text, text, text, integer, jsonb) RESET search_path;
+ALTER FUNCTION idem_lookup(text, text) RESET search_path;
+ALTER FUNCTION idem_expire(integer) RESET search_path;
+ALTER FUNCTION idem_stats() RESET search_path;
+ALTER FUNCTION idem_stats_reset() RESET search_path;

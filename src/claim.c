@@ -618,6 +618,7 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 Datum
 idem_claim(PG_FUNCTION_ARGS)
 {
+	int			pin;
 	IdemClaimArgs a;
 	TupleDesc	desc;
 	Datum		values[IDEM_CLAIM_NCOLUMNS];
@@ -636,10 +637,10 @@ idem_claim(PG_FUNCTION_ARGS)
 
 	desc = IdemResultDesc(fcinfo);
 
-	SPI_connect();
+	pin = IdemConnect();
 	IdemClaim(&a, desc, values, nulls);
 	/* the result row, copied out of SPI's memory before SPI_finish */
 	result = SPI_returntuple(heap_form_tuple(desc, values, nulls), desc);
-	SPI_finish();
+	IdemFinish(pin);
 	PG_RETURN_HEAPTUPLEHEADER(result);
 }

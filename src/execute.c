@@ -122,62 +122,6 @@ typedef struct ExecStatement
 	Oid			types[FUNC_MAX_ARGS];
 } ExecStatement;
 
-/*
- * Pin search_path to pg_catalog, pg_temp for the extension's own
- * statements; undo with UnpinSearchPath(pin), in the same (sub)transaction.
- * An error in between is cleaned up by the (sub)transaction's abort.
- *
- * The statements are schema-qualified throughout; the pin makes their saved
- * plans meet the same path as in the functions pinned by a SET clause
- * (idem_claim and the others share them), so that the plan cache's path
- * check passes instead of parsing them again.  Before PostgreSQL 17 the pin
- * is an override search path with exactly the list that SET clause gives
- * (pg_catalog, then the session's temporary schema if it has one): a list
- * pushed and popped, where setting the GUC costs a save and a restore that
- * walk every GUC variable and two parses of the path (callgrind: about
- * 12,000 instructions of an idem_execute).  17 removed the override; there
- * the GUC is set.
- */
-#ifdef IDEM_HAVE_OVERRIDE_SEARCH_PATH
-static int
-PinSearchPath(void)
-{
-	OverrideSearchPath path = {0};
-	Oid			temp = LookupExplicitNamespace("pg_temp", true);
-
-	path.schemas = list_make1_oid(PG_CATALOG_NAMESPACE);
-	if (OidIsValid(temp))
-		path.schemas = lappend_oid(path.schemas, temp);
-	PushOverrideSearchPath(&path);
-	list_free(path.schemas);
-	return 0;
-}
-
-static void
-UnpinSearchPath(int pin)
-{
-	(void) pin;
-	PopOverrideSearchPath();
-}
-#else
-static int
-PinSearchPath(void)
-{
-	int			level = NewGUCNestLevel();
-
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	return level;
-}
-
-static void
-UnpinSearchPath(int level)
-{
-	AtEOXact_GUC(true, level);
-}
-#endif
-
 /* Is a statement of this kind one idem_execute runs? */
 static inline bool
 AllowedKind(CmdType type)
@@ -532,7 +476,7 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 
 		response = RunStatement(st, a);
 
-		level = PinSearchPath();
+		level = IdemPinSearchPath();
 		IdemArgPtr(&args, IDEM_PARAM_REQUEST_HASH, a->hash);
 		IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
 		IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
@@ -542,7 +486,7 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(token));
 		if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a->nspid, &args, false, 0) != 1)
 			elog(ERROR, "INSERT of idempotency key did not insert its row");
-		UnpinSearchPath(level);
+		IdemUnpinSearchPath(level);
 
 		ReleaseCurrentSubTransaction();
 		inserted = true;
@@ -620,7 +564,7 @@ CompleteClaim(IdemClaimArgs *a, Datum token, Datum code, bool code_null,
 			  Datum response)
 {
 	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
-	int			level = PinSearchPath();
+	int			level = IdemPinSearchPath();
 	TimestampTz now = GetCurrentTimestamp();
 
 	IdemArg(&args, IDEM_PARAM_TOKEN, token);
@@ -629,7 +573,7 @@ CompleteClaim(IdemClaimArgs *a, Datum token, Datum code, bool code_null,
 	SetResponseArgs(&args, code, code_null, response);
 	if (IdemExecute(IDEM_STMT_COMPLETE, a->nspid, &args, false, 0) == 0)
 		ReportClaimLost(a);
-	UnpinSearchPath(level);
+	IdemUnpinSearchPath(level);
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 }
 
@@ -668,12 +612,12 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	 * transaction holds that lock (it is writing the key: wait for it, then
 	 * go the general way) or a concurrent claim got there first.
 	 */
-	level = PinSearchPath();
+	level = IdemPinSearchPath();
 	a->probe = NewKeySubxactAllowed() && KeyRowWriteCertain(a->nspid);
 	outcome = IdemClaim(a, desc, values, nulls);
 	if (outcome == IDEM_OUTCOME_NONE)
 		locked = IdemLockKey(a, false);
-	UnpinSearchPath(level);
+	IdemUnpinSearchPath(level);
 	if (locked && ExecuteNewKey(a, st, code, code_null,
 								TupleDescAttr(desc, CLAIM_STATUS)->atttypid,
 								values, nulls))
@@ -681,12 +625,12 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 
 	if (outcome == IDEM_OUTCOME_NONE)
 	{
-		level = PinSearchPath();
+		level = IdemPinSearchPath();
 		if (!locked)
 			(void) IdemLockKey(a, true);
 		a->probe = false;
 		outcome = IdemClaim(a, desc, values, nulls);
-		UnpinSearchPath(level);
+		IdemUnpinSearchPath(level);
 	}
 	if (outcome != IDEM_OUTCOME_NEW && outcome != IDEM_OUTCOME_RECLAIMED)
 		return;

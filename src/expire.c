@@ -173,6 +173,7 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 Datum
 idem_expire(PG_FUNCTION_ARGS)
 {
+	int			pin;
 	int64		limit = PG_ARGISNULL(0) ? PG_INT64_MAX : PG_GETARG_INT32(0);
 	int64		total = 0;
 	IdemExpireResult done = {0, 0, 0};
@@ -186,7 +187,7 @@ idem_expire(PG_FUNCTION_ARGS)
 				 errhint("Leave it NULL for no limit.")));
 	PreventCommandIfReadOnly("idem_expire()");
 
-	SPI_connect();
+	pin = IdemConnect();
 	while (total < limit)
 	{
 		int			batch = (int) Min(limit - total, EXPIRE_SQL_BATCH);
@@ -198,7 +199,7 @@ idem_expire(PG_FUNCTION_ARGS)
 		if (changed < batch)
 			break;				/* nothing more is due */
 	}
-	SPI_finish();
+	IdemFinish(pin);
 
 	PG_RETURN_INT64(done.expired + done.deleted);
 }

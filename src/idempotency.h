@@ -180,6 +180,10 @@ extern bool IdemCitusPresent(void);
 extern int	IdemPlanOptions(Oid nspid);
 extern int	IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls,
 						bool read_only, long count);
+extern int	IdemPinSearchPath(void);
+extern void IdemUnpinSearchPath(int pin);
+extern int	IdemConnect(void);
+extern void IdemFinish(int pin);
 extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);

@@ -165,6 +165,7 @@ NowArgs(IdemArgs *args, TimestampTz now)
 Datum
 idem_complete(PG_FUNCTION_ARGS)
 {
+	int			pin;
 	KeyCall		call;
 	IdemArgs	args = {.given = 0};
 
@@ -175,9 +176,9 @@ idem_complete(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 		IdemCheckResponse(PG_GETARG_DATUM(2), call.key, call.scope);
 
-	SPI_connect();
+	pin = IdemConnect();
 	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, &args);
-	SPI_finish();
+	IdemFinish(pin);
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 	PG_RETURN_VOID();
 }
@@ -188,6 +189,7 @@ idem_complete(PG_FUNCTION_ARGS)
 Datum
 idem_fail(PG_FUNCTION_ARGS)
 {
+	int			pin;
 	KeyCall		call;
 	IdemArgs	args = {.given = 0};
 
@@ -204,9 +206,9 @@ idem_fail(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(4))
 		IdemCheckResponse(PG_GETARG_DATUM(4), call.key, call.scope);
 
-	SPI_connect();
+	pin = IdemConnect();
 	ExecuteHolderCall(&call, IDEM_STMT_FAIL, &args);
-	SPI_finish();
+	IdemFinish(pin);
 	IdemStatsAdd(IDEM_STAT_FAIL, 1);
 	PG_RETURN_VOID();
 }
@@ -217,6 +219,7 @@ idem_fail(PG_FUNCTION_ARGS)
 Datum
 idem_heartbeat(PG_FUNCTION_ARGS)
 {
+	int			pin;
 	KeyCall		call;
 	IdemArgs	args = {.given = 0};
 	Interval   *lease;
@@ -233,11 +236,11 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 	IdemArg(&args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(until));
 	IdemArg(&args, IDEM_PARAM_LEASE_END_EPOCH, Float8GetDatum(IdemEpochSeconds(until)));
 
-	SPI_connect();
+	pin = IdemConnect();
 	ExecuteHolderCall(&call, IDEM_STMT_HEARTBEAT, &args);
 	until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
 											  SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
+	IdemFinish(pin);
 	PG_RETURN_TIMESTAMPTZ(until);
 }
 
@@ -247,14 +250,15 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 Datum
 idem_release(PG_FUNCTION_ARGS)
 {
+	int			pin;
 	KeyCall		call;
 	IdemArgs	args = {.given = 0};
 
 	GetHolderCall(fcinfo, "idem_release", 0, 1, 2, &call);
 
-	SPI_connect();
+	pin = IdemConnect();
 	ExecuteHolderCall(&call, IDEM_STMT_RELEASE, &args);
-	SPI_finish();
+	IdemFinish(pin);
 	PG_RETURN_VOID();
 }
 
@@ -264,6 +268,7 @@ idem_release(PG_FUNCTION_ARGS)
 Datum
 idem_checkpoint(PG_FUNCTION_ARGS)
 {
+	int			pin;
 	KeyCall		call;
 	IdemArgs	args = {.given = 0};
 
@@ -271,9 +276,9 @@ idem_checkpoint(PG_FUNCTION_ARGS)
 	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(GetCurrentTimestamp()));
 	ArgOrNull(&args, IDEM_PARAM_RECOVERY_POINT, fcinfo, 1);
 
-	SPI_connect();
+	pin = IdemConnect();
 	ExecuteHolderCall(&call, IDEM_STMT_CHECKPOINT, &args);
-	SPI_finish();
+	IdemFinish(pin);
 	PG_RETURN_VOID();
 }
 
@@ -286,6 +291,7 @@ idem_checkpoint(PG_FUNCTION_ARGS)
 Datum
 idem_resolve(PG_FUNCTION_ARGS)
 {
+	int			pin;
 	KeyCall		call;
 	char	   *action;
 	IdemArgs	args;
@@ -321,7 +327,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 	IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
 			TimestampTzGetDatum(IdemTimePlus(now, IdemSecondsInterval(idem_retention_seconds))));
 
-	SPI_connect();
+	pin = IdemConnect();
 	if (stmt == IDEM_STMT_RESOLVE_FAIL)
 		IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(call.nspid)));
 	if (IdemExecute(stmt, call.nspid, &args, false, 0) == 0)
@@ -339,7 +345,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 		}
 		ReportNoMatch(&call);
 	}
-	SPI_finish();
+	IdemFinish(pin);
 	PG_RETURN_VOID();
 }
 
@@ -349,6 +355,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 Datum
 idem_lookup(PG_FUNCTION_ARGS)
 {
+	int			pin;
 	FuncCallContext *funcctx;
 
 	if (SRF_IS_FIRSTCALL())
@@ -368,14 +375,14 @@ idem_lookup(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 
 		args = IdemKeyArgs(call.scope, call.key);
-		SPI_connect();
+		pin = IdemConnect();
 		if (IdemExecute(IDEM_STMT_LOOKUP, call.nspid, &args, true, 1) > 0)
 		{
 			old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
 			funcctx->user_fctx = heap_copytuple(SPI_tuptable->vals[0]);
 			MemoryContextSwitchTo(old);
 		}
-		SPI_finish();
+		IdemFinish(pin);
 	}
 
 	funcctx = SRF_PERCALL_SETUP();

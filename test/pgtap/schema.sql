@@ -292,36 +292,33 @@ SELECT cmp_ok(
     'the extension owns at least the 12 documented functions');
 
 /*
- * Every function except idem_request_hash(*) pins its search_path, so a
- * caller's search_path cannot redirect the names the C code's SQL uses.
- * idem_execute is the exception by design: it runs the caller's statement,
- * which must resolve names with the caller's search_path, and pins
- * pg_catalog, pg_temp itself around its own statements (sql/execute.sql
- * checks both).
+ * No C function has a SET clause: those that run SQL pin search_path to
+ * pg_catalog, pg_temp in C for exactly the span of their own statements
+ * (src/store.c, IdemPinSearchPath; idem_execute's caller's statement runs
+ * under the caller's path), which test/pgtap/security.sql checks under a
+ * hostile path.  The PL/pgSQL helpers pin it with the SET clause.
  */
 SELECT is(
     (SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text)
      FROM pg_proc p
+     JOIN pg_language l ON l.oid = p.prolang AND l.lanname = 'c'
      JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                      AND d.deptype = 'e'
      JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'idempotency'
-     WHERE p.proname NOT IN ('idem_request_hash', 'idem_execute')
-       AND NOT EXISTS (SELECT FROM unnest(p.proconfig) AS c(setting)
-                       WHERE c.setting LIKE 'search\_path=%')),
+     WHERE p.proconfig IS NOT NULL),
     NULL,
-    'every extension function except idem_request_hash and idem_execute has SET search_path');
+    'no C function has a SET clause (they pin search_path in C)');
 
 SELECT is(
     (SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text)
      FROM pg_proc p
+     JOIN pg_language l ON l.oid = p.prolang AND l.lanname <> 'c'
      JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                      AND d.deptype = 'e'
      JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'idempotency'
-     WHERE p.proname NOT IN ('idem_request_hash', 'idem_execute')
-       AND NOT EXISTS (SELECT FROM unnest(p.proconfig) AS c(setting)
-                       WHERE c.setting = 'search_path=pg_catalog, pg_temp')),
+     WHERE p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']),
     NULL,
-    'the pinned search_path is exactly pg_catalog, pg_temp');
+    'every other function pins search_path to exactly pg_catalog, pg_temp by its SET clause');
 
 SELECT is(
     (SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text)

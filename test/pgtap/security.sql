@@ -2,11 +2,12 @@
  * test/pgtap/security.sql: the install is hardened, and a hostile
  * search_path cannot hijack any function.
  *
- * 1. Catalog: every extension function is C, none is SECURITY DEFINER,
- *    every one but the pure hash functions and idem_execute pins
- *    search_path = pg_catalog, pg_temp (idem_execute pins it in C around
- *    its own statements, since the caller's statement must resolve names
- *    with the caller's path); every member object belongs to the installing
+ * 1. Catalog: every extension function is C (or a PL/pgSQL helper with
+ *    SET search_path = pg_catalog, pg_temp), none is SECURITY DEFINER, no
+ *    C function has a SET clause: those that run SQL pin search_path =
+ *    pg_catalog, pg_temp in C around their own statements (idem_execute's
+ *    caller's statement resolves names with the caller's path); section 3
+ *    sees the pin hold at every row written; every member object belongs to the installing
  *    superuser; the extension is neither trusted nor relocatable.
  * 2. Install over a hostile schema: a role allowed to CREATE in the
  *    extension's schema (a PostgreSQL 14-era public) puts look-alike
@@ -24,7 +25,8 @@
  *    mismatch, reclaimed, renewed after expiry, fail, release, heartbeat,
  *    checkpoint, lookup, execute, resolve, expire, stats): the real table
  *    gets the rows, nothing reaches the look-alikes, no look-alike is
- *    called.  A positive control shows the same path does hijack plain,
+ *    called, and a trigger on the real table sees every row written under
+ *    search_path pg_catalog, pg_temp.  A positive control shows the same path does hijack plain,
  *    unqualified SQL.
  * 4. Privileges, exercised as real roles: a role with no grants gets 42501
  *    from everything but idem_request_hash; an idempotency_app member
@@ -42,7 +44,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(70);
+SELECT plan(72);
 
 /* The SQLSTATE a statement raises, or NULL */
 CREATE FUNCTION pg_temp.sqlstate_of(stmt text) RETURNS text LANGUAGE plpgsql AS $$
@@ -76,11 +78,9 @@ SELECT is((SELECT array_agg(sig ORDER BY sig) FROM ext_functions
 SELECT is((SELECT array_agg(sig ORDER BY sig) FROM ext_functions WHERE prosecdef), NULL,
           'no extension function is SECURITY DEFINER');
 SELECT is((SELECT array_agg(sig ORDER BY sig) FROM ext_functions
-           WHERE proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']),
-          ARRAY['idem_execute(text,jsonb,text,integer,text)',
-                'idem_execute(text,jsonb,text,integer,text,"any")',
-                'idem_request_hash(bytea)', 'idem_request_hash(jsonb)', 'idem_request_hash(text)'],
-          'every function pins search_path = pg_catalog, pg_temp, except the pure hashes and idem_execute (pinned in C)');
+           WHERE lanname = 'c' AND proconfig IS NOT NULL),
+          NULL,
+          'no C function has a SET clause: those that run SQL pin search_path = pg_catalog, pg_temp in C (section 3 sees it hold)');
 SELECT is((SELECT array_agg(sig ORDER BY sig) FROM ext_functions
            WHERE proname = 'idem_request_hash' AND NOT (SELECT provolatile = 'i' AND proisstrict
                                                           FROM pg_proc WHERE oid = ext_functions.oid)),
@@ -250,6 +250,25 @@ $$ INSERT INTO hostile.calls (what) VALUES ('pg_temp.nextval'); SELECT 1::bigint
 RESET ROLE;
 
 /*
+ * What search_path the extension's own statements run under: a trigger on
+ * the real table records current_schemas(true) at every row it writes (the
+ * C functions pin the path in C, with no SET clause to show it, so this is
+ * where the pin is seen to hold: without it the hostile path shows here).
+ */
+CREATE TABLE public.sec_paths (op text, path text);
+GRANT ALL ON public.sec_paths TO PUBLIC;
+CREATE FUNCTION public.sec_path_log() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.sec_paths (op, path)
+    SELECT TG_OP, pg_catalog.string_agg(CASE WHEN s OPERATOR(pg_catalog.~~) 'pg\_temp\_%' THEN 'pg_temp' ELSE s END, ',')
+    FROM pg_catalog.unnest(pg_catalog.current_schemas(true)) AS s;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER sec_path_log AFTER INSERT OR UPDATE OR DELETE ON public.idempotency_keys
+    FOR EACH ROW EXECUTE FUNCTION public.sec_path_log();
+
+/*
  * Every function on every path, under the hostile path, as the role in
  * p_role.  Runs as one DO block: pgTAP's own functions would be hijacked
  * by that path, so the block only records what the calls returned.
@@ -355,6 +374,10 @@ SELECT is(current_user, session_user, 'back to the session user');
 
 SELECT is((SELECT string_agg(DISTINCT what || ' by ' || by_role, ', ') FROM hostile.calls), NULL,
           'no hostile operator or function was called, by any role');
+SELECT is((SELECT array_agg(DISTINCT op ORDER BY op) FROM public.sec_paths), ARRAY['DELETE', 'INSERT', 'UPDATE'],
+          'the calls inserted, updated and deleted rows of the real table (the trigger saw each kind)');
+SELECT is((SELECT string_agg(DISTINCT path, ' | ') FROM public.sec_paths), 'pg_catalog,pg_temp',
+          'every row the functions wrote, they wrote with search_path pinned to pg_catalog, pg_temp');
 SELECT is((SELECT count(*) FROM hostile.idempotency_keys), 0::bigint, 'nothing reached the hostile table');
 SELECT is((SELECT count(*) FROM pg_temp.idempotency_keys), 0::bigint, 'nothing reached the temporary table');
 SELECT is((SELECT last_value FROM hostile.idempotency_token_seq), 1::bigint,
