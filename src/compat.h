@@ -48,12 +48,4 @@
 #define IdemOwnsRelation(relid, roleid)	pg_class_ownercheck(relid, roleid)
 #endif
 
-/*
- * PushOverrideSearchPath, the cheap way to pin search_path for a few
- * statements, was removed in 17; there the pin sets the GUC.
- */
-#if PG_VERSION_NUM < 170000
-#define IDEM_HAVE_OVERRIDE_SEARCH_PATH 1
-#endif
-
 #endif							/* IDEMPOTENCY_COMPAT_H */

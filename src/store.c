@@ -576,50 +576,33 @@ IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
 /*
  * Pin search_path to pg_catalog, pg_temp for the extension's own
  * statements; undo with IdemUnpinSearchPath(pin), in the same
- * (sub)transaction.  An error in between is cleaned up by the
- * (sub)transaction's abort, as a SET clause's setting would be.
+ * (sub)transaction.  An error in between is undone by the
+ * (sub)transaction's abort, as a SET clause's setting is.
  *
  * Every C function that runs SQL pins the path this way, for exactly the
- * span of its own statements (IdemConnect for a whole SPI session; around
- * each of its own statements in idem_execute, whose caller's statement
- * runs under the caller's path), instead of a SET search_path clause.  The
- * statements are schema-qualified throughout anyway; the pin keeps their
- * saved plans under one path, so that the plan cache's path check passes
- * instead of parsing them again, and keeps every name a statement resolves
- * (the plan's operators, functions and types, as a later edit might leave
- * one unqualified) out of the caller's reach.  Before PostgreSQL 17 the pin
- * is an override search path with exactly the list the SET clause gave
- * (pg_catalog, then the session's temporary schema if it has one): a list
- * pushed and popped, where a SET clause or setting the GUC costs a save
- * and a restore that walk every GUC variable and two parses of the path
- * (callgrind: about 7,400 instructions of an idem_claim, 12,000 of an
- * idem_execute with two pins).  17 removed the override; there the GUC is
- * set.
+ * span of its own statements (IdemConnect for a whole SPI session; in
+ * idem_execute around each of its own statements, since the caller's
+ * statement runs under the caller's path), instead of by a SET clause.
+ * The statements are schema-qualified throughout anyway; the pin keeps
+ * their saved plans under one path, so that the plan cache's path check
+ * passes instead of parsing them again, and keeps the caller's path from
+ * the code they run in turn (a trigger or a row level security policy on
+ * the table, which may have a SET clause of its own).
+ *
+ * The pin sets the GUC, exactly as a SET clause does (a save, the setting,
+ * a restore at the nest level's end), and nothing cheaper: an override
+ * search path (PushOverrideSearchPath, before PostgreSQL 17), which the
+ * functions used until 2026-11-26, makes PostgreSQL ignore the GUC while it
+ * is pushed, so a trigger's or a policy helper's own SET search_path = app,
+ * pg_temp did not apply under it, and an unqualified name in that helper
+ * resolved in the caller's temporary schema: a tenant's temporary table
+ * took a SECURITY DEFINER audit trigger's rows, or a policy helper's
+ * mapping table, and ran the tenant's code as the helper's owner (a review
+ * session's reproduction; PostgreSQL itself dropped that use of the
+ * override for the same reason, CVE-2023-2454).  test/pgtap/security.sql
+ * checks both that the extension's statements run under the pinned path
+ * and that such a trigger's own path applies.
  */
-#ifdef IDEM_HAVE_OVERRIDE_SEARCH_PATH
-int
-IdemPinSearchPath(void)
-{
-	OverrideSearchPath path = {0};
-	Oid			temp;
-	Oid			temp_toast;
-
-	GetTempNamespaceState(&temp, &temp_toast);
-	path.schemas = list_make1_oid(PG_CATALOG_NAMESPACE);
-	if (OidIsValid(temp))
-		path.schemas = lappend_oid(path.schemas, temp);
-	PushOverrideSearchPath(&path);
-	list_free(path.schemas);
-	return 0;
-}
-
-void
-IdemUnpinSearchPath(int pin)
-{
-	(void) pin;
-	PopOverrideSearchPath();
-}
-#else
 int
 IdemPinSearchPath(void)
 {
@@ -636,7 +619,6 @@ IdemUnpinSearchPath(int level)
 {
 	AtEOXact_GUC(true, level);
 }
-#endif
 
 /*
  * SPI_connect with search_path pinned for the SPI session; returns the pin

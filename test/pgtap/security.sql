@@ -26,7 +26,9 @@
  *    checkpoint, lookup, execute, resolve, expire, stats): the real table
  *    gets the rows, nothing reaches the look-alikes, no look-alike is
  *    called, and a trigger on the real table sees every row written under
- *    search_path pg_catalog, pg_temp.  A positive control shows the same path does hijack plain,
+ *    search_path pg_catalog, pg_temp, while an audit trigger with a SET
+ *    clause of its own resolves its table under its own path, not in a
+ *    temporary look-alike.  A positive control shows the same path does hijack plain,
  *    unqualified SQL.
  * 4. Privileges, exercised as real roles: a role with no grants gets 42501
  *    from everything but idem_request_hash; an idempotency_app member
@@ -44,7 +46,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(72);
+SELECT plan(74);
 
 /* The SQLSTATE a statement raises, or NULL */
 CREATE FUNCTION pg_temp.sqlstate_of(stmt text) RETURNS text LANGUAGE plpgsql AS $$
@@ -269,6 +271,29 @@ CREATE TRIGGER sec_path_log AFTER INSERT OR UPDATE OR DELETE ON public.idempoten
     FOR EACH ROW EXECUTE FUNCTION public.sec_path_log();
 
 /*
+ * A trigger with a search_path of its own keeps it under the functions:
+ * this audit trigger (SECURITY DEFINER, SET search_path = sec_audit,
+ * pg_temp, as a DBA writes one) names its table unqualified, and a
+ * temporary table of that name, a tenant's look-alike, must get nothing.
+ * An override search path as the pin (PostgreSQL < 17) made PostgreSQL
+ * ignore the trigger's own setting: the look-alike got every row, and a
+ * trigger on it ran the tenant's code as the audit function's owner.
+ */
+CREATE SCHEMA sec_audit;
+CREATE TABLE sec_audit.audit_rows (op text);
+CREATE FUNCTION sec_audit.log_row() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = sec_audit, pg_temp AS $$
+BEGIN
+    INSERT INTO audit_rows (op) VALUES (TG_OP);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER sec_audit AFTER INSERT OR UPDATE OR DELETE ON public.idempotency_keys
+    FOR EACH ROW EXECUTE FUNCTION sec_audit.log_row();
+CREATE TEMP TABLE audit_rows (op text);
+GRANT ALL ON pg_temp.audit_rows TO PUBLIC;
+
+/*
  * Every function on every path, under the hostile path, as the role in
  * p_role.  Runs as one DO block: pgTAP's own functions would be hijacked
  * by that path, so the block only records what the calls returned.
@@ -378,6 +403,10 @@ SELECT is((SELECT array_agg(DISTINCT op ORDER BY op) FROM public.sec_paths), ARR
           'the calls inserted, updated and deleted rows of the real table (the trigger saw each kind)');
 SELECT is((SELECT string_agg(DISTINCT path, ' | ') FROM public.sec_paths), 'pg_catalog,pg_temp',
           'every row the functions wrote, they wrote with search_path pinned to pg_catalog, pg_temp');
+SELECT is((SELECT count(*) FROM pg_temp.audit_rows), 0::bigint,
+          'an audit trigger''s own SET search_path applied under the functions: the temporary look-alike of its table got no row');
+SELECT is((SELECT count(*) FROM sec_audit.audit_rows), (SELECT count(*) FROM public.sec_paths),
+          'the audit trigger''s own table got a row for every row the functions wrote');
 SELECT is((SELECT count(*) FROM hostile.idempotency_keys), 0::bigint, 'nothing reached the hostile table');
 SELECT is((SELECT count(*) FROM pg_temp.idempotency_keys), 0::bigint, 'nothing reached the temporary table');
 SELECT is((SELECT last_value FROM hostile.idempotency_token_seq), 1::bigint,
