@@ -26,7 +26,8 @@
  * without the admin policy, expiry by idempotency_admin skips tenant rows.
  * A role outside idempotency_app granted SELECT sees nothing (no policy,
  * default deny).  The variant with a mapping table (many scopes per role)
- * is checked too.  A tenant cannot LOCK the whole table in a mode that
+ * is checked too, and one whose policy calls a helper with a search_path of
+ * its own (which must hold inside the key functions).  A tenant cannot LOCK the whole table in a mode that
  * would block other tenants' claims, directly or through a view.
  *
  * Run with pg_prove against a database where a superuser has done
@@ -40,7 +41,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(76);
+SELECT plan(79);
 
 /* ---- helpers ---- */
 
@@ -391,6 +392,37 @@ SET LOCAL ROLE tap_tenant_a;
 SELECT is((SELECT count(*) FROM idem_lookup('m-key', 'm-1')), 0::bigint, 'mapping: A does not see tap_tenant_m''s scopes');
 SELECT is((SELECT outcome FROM idem_claim('a-1', '{"amount": 9}', 'tap_tenant_a')), 'replay',
           'mapping: A still replays its own key');
+RESET ROLE;
+
+/*
+ * ==== variant: a policy helper with a search_path of its own ====
+ * The policy calls a SECURITY DEFINER helper, SET search_path =
+ * tap_tenant_app, pg_temp, that names its mapping table unqualified, and A
+ * makes a temporary look-alike that maps A to B's scope.  The helper's own
+ * path must hold inside the key functions too (they set theirs as a SET
+ * clause does; an override search path ignored the helper's, and A read,
+ * claimed and completed B's keys).
+ */
+CREATE SCHEMA tap_tenant_app;
+CREATE TABLE tap_tenant_app.tenant_scopes (role name, scope text, PRIMARY KEY (role, scope));
+INSERT INTO tap_tenant_app.tenant_scopes SELECT role, scope FROM public.idempotency_tenant_scopes;
+GRANT USAGE ON SCHEMA tap_tenant_app TO PUBLIC;
+CREATE FUNCTION tap_tenant_app.scope_ok(r name, s text) RETURNS boolean LANGUAGE sql STABLE
+    SECURITY DEFINER SET search_path = tap_tenant_app, pg_temp
+    AS $$ SELECT EXISTS (SELECT FROM tenant_scopes WHERE role = r AND scope = s) $$;
+DROP POLICY tenant_scope ON idempotency_keys;
+CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
+    USING (tap_tenant_app.scope_ok(current_user, scope))
+    WITH CHECK (tap_tenant_app.scope_ok(current_user, scope));
+SET LOCAL ROLE tap_tenant_a;
+CREATE TEMP TABLE tenant_scopes (role name, scope text);
+INSERT INTO pg_temp.tenant_scopes VALUES ('tap_tenant_a', 'tap_tenant_a'), ('tap_tenant_a', 'tap_tenant_b');
+SELECT is((SELECT outcome FROM idem_claim('a-1', '{"amount": 9}', 'tap_tenant_a')), 'replay',
+          'policy helper: A replays its own key through the helper''s own table');
+SELECT is((SELECT count(*) FROM idem_lookup('b-done', 'tap_tenant_b')), 0::bigint,
+          'policy helper: A''s temporary look-alike of the helper''s table shows A none of B''s keys');
+SELECT throws_ok($$SELECT idem_claim('b-helper', NULL, 'tap_tenant_b')$$, '42501', NULL,
+                 'policy helper: nor lets A claim in B''s scope');
 RESET ROLE;
 
 /* ==== availability: no tenant can lock the others out ==== */
