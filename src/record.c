@@ -355,7 +355,6 @@ idem_resolve(PG_FUNCTION_ARGS)
 Datum
 idem_lookup(PG_FUNCTION_ARGS)
 {
-	int			pin;
 	FuncCallContext *funcctx;
 
 	if (SRF_IS_FIRSTCALL())
@@ -364,6 +363,7 @@ idem_lookup(PG_FUNCTION_ARGS)
 		IdemArgs	args;
 		MemoryContext old;
 		TupleDesc	desc;
+		int			pin;
 
 		funcctx = SRF_FIRSTCALL_INIT();
 		GetKey(fcinfo, "idem_lookup", 0, 1, &call);

@@ -641,6 +641,7 @@ ExpireBatch(int batch_size)
 	IdemExpireResult done = {0, 0, 0};
 	ErrorContextCallback errcallback;
 	Oid			nspid;
+	int			pin;
 	int			changed = -1;
 
 	SetCurrentStatementStartTimestamp();
@@ -664,6 +665,8 @@ ExpireBatch(int batch_size)
 							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	enable_timeout_after(STATEMENT_TIMEOUT, WORKER_STATEMENT_TIMEOUT_MS);
 
+	/* search_path as the functions set it for their own statements */
+	pin = IdemPinSearchPath();
 	nspid = ExtensionSchema();
 	if (OidIsValid(nspid))
 	{
@@ -683,6 +686,7 @@ ExpireBatch(int batch_size)
 		changed = IdemExpireBatch(nspid, GetCurrentTimestamp(), batch_size, &done);
 		SetUserIdAndSecContext(save_userid, save_sec);
 	}
+	IdemUnpinSearchPath(pin);
 
 	disable_timeout(STATEMENT_TIMEOUT, false);
 	error_context_stack = errcallback.previous;

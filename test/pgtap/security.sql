@@ -366,6 +366,12 @@ BEGIN
         SELECT * INTO r FROM idem_execute('k5', '{"b": 1}', s, 201,
             'INSERT INTO public.sec_payments (amount) VALUES ($1) RETURNING amount', 7);
         INSERT INTO pg_temp.sec_results (who, step, val) VALUES (who, 'execute k5 again', r.outcome || ' ' || r.response::text);
+        -- idem_execute over a retryable failure: its general way (claim, statement, complete)
+        PERFORM idem_claim('k8', '{"b": 2}', s);
+        PERFORM idem_fail('k8', s);
+        SELECT * INTO r FROM idem_execute('k8', '{"b": 2}', s, 201,
+            'INSERT INTO public.sec_payments (amount) VALUES ($1) RETURNING amount', 8);
+        INSERT INTO pg_temp.sec_results (who, step, val) VALUES (who, 'execute failed k8', r.outcome || ' ' || r.response::text);
         -- the operator's functions
         IF %L THEN
             PERFORM idem_claim('k6', NULL, s);
@@ -425,7 +431,8 @@ SELECT results_eq(
           'tap_sec_app: claim expired k4 = new',
           'tap_sec_app: lookup k1 = completed {"ok": true} step-1',
           'tap_sec_app: execute k5 = new {"amount": 7}',
-          'tap_sec_app: execute k5 again = replay {"amount": 7}'],
+          'tap_sec_app: execute k5 again = replay {"amount": 7}',
+          'tap_sec_app: execute failed k8 = reclaimed {"amount": 8}'],
     'under the hostile path every outcome is the real one (app member)');
 SELECT results_eq(
     $$SELECT step || ' = ' || val FROM sec_results WHERE who = 'tap_sec_admin' AND step <> 'expire' ORDER BY n$$,
@@ -445,7 +452,8 @@ SELECT results_eq(
           'k2 processing - -',
           'k3 processing - -',
           'k4 processing - -',
-          'k5 completed 201 {"amount": 7}'],
+          'k5 completed 201 {"amount": 7}',
+          'k8 completed 201 {"amount": 8}'],
     'the real table holds the app member''s keys, as the real operators decided');
 SELECT is((SELECT count(*) FROM public.idempotency_keys
            WHERE created_at < now() - interval '1 day' OR updated_at < now() - interval '1 day'
@@ -456,8 +464,8 @@ SELECT ok((SELECT count(DISTINCT token) = count(*) AND max(token) <= (SELECT las
           'every token came from the real sequence (distinct, none beyond its last value)');
 SELECT is((SELECT request_hash FROM public.idempotency_keys WHERE scope = 'sec-tap_sec_app' AND key = 'k1'),
           idem_request_hash('{"a": 1}'::jsonb), 'the stored request hash is the real SHA-256');
-SELECT is((SELECT count(*) FROM public.sec_payments), 3::bigint,
-          'idem_execute ran each role''s statement once (3 payments for 3 roles)');
+SELECT is((SELECT count(*) FROM public.sec_payments), 6::bigint,
+          'idem_execute ran each role''s statements once each (2 payments for each of 3 roles)');
 SELECT is((SELECT status || ' ' || response::text FROM public.idempotency_keys
            WHERE scope = 'sec-tap_sec_admin' AND key = 'k6'),
           'failed {"settled": true}', 'idem_resolve settled the real row');

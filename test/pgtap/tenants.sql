@@ -41,7 +41,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(79);
+SELECT plan(82);
 
 /* ---- helpers ---- */
 
@@ -414,16 +414,38 @@ DROP POLICY tenant_scope ON idempotency_keys;
 CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
     USING (tap_tenant_app.scope_ok(current_user, scope))
     WITH CHECK (tap_tenant_app.scope_ok(current_user, scope));
+/*
+ * And a restrictive policy whose function has no SET clause records the
+ * path it runs under: the key functions' own, for reads as for writes.
+ */
+CREATE TABLE tap_tenant_app.seen_paths (path text);
+GRANT INSERT ON tap_tenant_app.seen_paths TO idempotency_app;
+CREATE FUNCTION tap_tenant_app.path_probe() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    INSERT INTO tap_tenant_app.seen_paths (path)
+    SELECT pg_catalog.string_agg(CASE WHEN s OPERATOR(pg_catalog.~~) 'pg\_temp\_%' THEN 'pg_temp' ELSE s END, ',')
+    FROM pg_catalog.unnest(pg_catalog.current_schemas(true)) AS s;
+    RETURN true;
+END
+$$;
+CREATE POLICY path_probe ON idempotency_keys AS RESTRICTIVE TO idempotency_app
+    USING (tap_tenant_app.path_probe());
 SET LOCAL ROLE tap_tenant_a;
 CREATE TEMP TABLE tenant_scopes (role name, scope text);
 INSERT INTO pg_temp.tenant_scopes VALUES ('tap_tenant_a', 'tap_tenant_a'), ('tap_tenant_a', 'tap_tenant_b');
 SELECT is((SELECT outcome FROM idem_claim('a-1', '{"amount": 9}', 'tap_tenant_a')), 'replay',
           'policy helper: A replays its own key through the helper''s own table');
+SELECT is((SELECT key FROM idem_lookup('a-1', 'tap_tenant_a')), 'a-1',
+          'policy helper: A looks its own key up');
 SELECT is((SELECT count(*) FROM idem_lookup('b-done', 'tap_tenant_b')), 0::bigint,
           'policy helper: A''s temporary look-alike of the helper''s table shows A none of B''s keys');
 SELECT throws_ok($$SELECT idem_claim('b-helper', NULL, 'tap_tenant_b')$$, '42501', NULL,
                  'policy helper: nor lets A claim in B''s scope');
+SELECT is((SELECT outcome FROM idem_execute('a-helper', NULL, 'tap_tenant_a', 201, 'SELECT 1 AS one')), 'new',
+          'policy helper: A runs idem_execute in its own scope');
 RESET ROLE;
+SELECT is((SELECT string_agg(DISTINCT path, ' | ') FROM tap_tenant_app.seen_paths), 'pg_catalog,pg_temp',
+          'policy helper: every row the key functions read or wrote for A, they did under search_path pg_catalog, pg_temp');
 
 /* ==== availability: no tenant can lock the others out ==== */
 

@@ -103,9 +103,11 @@ ok($node->poll_query_until('postgres',
     'back to reclaim after a reload, they are expired and then deleted');
 
 # -- least privilege: the batch runs as idempotency_admin and cannot become
-#    the superuser it connected as
+#    the superuser it connected as; and with search_path set as the
+#    functions set it for their own statements
 $node->safe_psql('postgres', q{
-    CREATE TABLE worker_seen (role_name text, session_role text, set_role text, temp_table text);
+    CREATE TABLE worker_seen (role_name text, session_role text, set_role text, temp_table text,
+                              search_path text);
     GRANT INSERT ON worker_seen TO PUBLIC;
     CREATE FUNCTION note_worker() RETURNS trigger LANGUAGE plpgsql AS $$
     DECLARE
@@ -124,7 +126,8 @@ $node->safe_psql('postgres', q{
         EXCEPTION WHEN OTHERS THEN
             temp_table := SQLERRM;
         END;
-        INSERT INTO public.worker_seen VALUES (current_user, session_user, set_role, temp_table);
+        INSERT INTO public.worker_seen
+        VALUES (current_user, session_user, set_role, temp_table, pg_catalog.current_schemas(true)::text);
         RETURN NULL;
     END
     $$;
@@ -144,6 +147,8 @@ like($node->safe_psql('postgres', 'SELECT set_role FROM worker_seen'),
 like($node->safe_psql('postgres', 'SELECT temp_table FROM worker_seen'),
     qr/cannot create temporary table within security-restricted operation/,
     'and runs in a security-restricted operation');
+is($node->safe_psql('postgres', 'SELECT search_path FROM worker_seen'), '{pg_catalog}',
+    'the batch runs with search_path pg_catalog, pg_temp (a worker has no temporary schema)');
 $node->safe_psql('postgres', 'DROP TRIGGER note_worker ON idempotency_keys');
 
 # -- rows another transaction holds, or has not committed, are skipped
