@@ -1023,6 +1023,20 @@ check_upgrade()
 		got=$(table_shape "$n")
 		[ "$got" = "$fresh_table" ] || bad+=("$n's idempotency_keys: $got" "a fresh 0.3.0's: $fresh_table")
 	done
+	# every node's functions as a fresh 0.3.0's, SET clauses included (the
+	# update resets the C functions' search_path on each node itself)
+	local funcs="SELECT string_agg(p.oid::regprocedure::text || coalesce(' ' || array_to_string(p.proconfig, ','), ''),
+		'; ' ORDER BY p.oid::regprocedure::text) FROM pg_proc p
+		JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+		JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'idempotency'"
+	local fresh_funcs
+	fresh_funcs=$(QDB=postgres qv coordinator "$funcs" 2>&1)
+	[[ $fresh_funcs == *"idem_distribute(regclass,boolean) search_path=pg_catalog, pg_temp"* ]] ||
+		bad+=("a fresh 0.3.0's functions: $fresh_funcs")
+	for n in coordinator worker1 worker2; do
+		got=$(qv "$n" "$funcs" 2>&1)
+		[ "$got" = "$fresh_funcs" ] || bad+=("$n's functions: $got" "a fresh 0.3.0's: $fresh_funcs")
+	done
 	# one expiry pass on each worker's shards gives every old row its due
 	# time (the lease end while processing, expires_at after) and fails the
 	# stale claims
@@ -1046,7 +1060,7 @@ check_upgrade()
 		mapfile -t -O "${#bad[@]}" bad < <(errors_since "$n" "${logpos[$n]}")
 	done
 	if [ ${#bad[@]} -eq 0 ]; then
-		ok "$check (0.2.0 distributed by its README's recipe, 12 keys in every state on both workers: ALTER EXTENSION UPDATE on the coordinator updated every node, every shard got due_at and its index as a fresh 0.3.0's, rows and tokens kept, expiry and every call work after it, no ERROR logged)"
+		ok "$check (0.2.0 distributed by its README's recipe, 12 keys in every state on both workers: ALTER EXTENSION UPDATE on the coordinator updated every node, every shard got due_at and its index and every node's functions their settings as a fresh 0.3.0's, rows and tokens kept, expiry and every call work after it, no ERROR logged)"
 	else
 		notok "$check" "${bad[@]}"
 	fi
