@@ -40,6 +40,9 @@
  *   spi_floor_explicit  the explicit pattern's floor: BEGIN;
  *                spi_floor_claim (one INSERT ... ON CONFLICT); INSERT;
  *                spi_floor_complete (one UPDATE); COMMIT                5
+ *   spi_floor_rules  the SPI floor under the rules: the request sent as
+ *                jsonb, hashed and (replay) checked by the server,
+ *                search_path pinned around the floor's own statements   1
  * Modes:
  *   new          every request a fresh random UUID key
  *   replay       every request a duplicate of one of --keys completed keys
@@ -89,11 +92,11 @@
 #define REDIS_PREFIX "payment-gateway:idem:"
 
 enum variant { V_FLOOR, V_ON_CONFLICT, V_PLPGSQL, V_REDIS, V_CLAIM, V_EXECUTE, V_LIMIT, V_CLAIM_ONLY,
-V_SPI_FLOOR, V_SPI_FLOOR_EXPLICIT };
+V_SPI_FLOOR, V_SPI_FLOOR_EXPLICIT, V_SPI_FLOOR_RULES };
 enum mode { M_NEW, M_REPLAY, M_CONTENTION };
 static const char *variant_names[] = {"floor", "on_conflict", "plpgsql", "redis", "claim", "execute", "limit",
-"claim_only", "spi_floor", "spi_floor_explicit"};
-#define N_VARIANTS 10
+"claim_only", "spi_floor", "spi_floor_explicit", "spi_floor_rules"};
+#define N_VARIANTS 11
 static const char *mode_names[] = {"new", "replay", "contention"};
 
 static const char *opt_pg = NULL;
@@ -213,11 +216,15 @@ key_of(long i, char *buf)
 			 (uint64_t) (((uint64_t) i * 2654435761ULL) % 4294967296ULL), (unsigned long) i);
 }
 
-/* the request body a key is sent with (replays: the same one again) */
+/*
+ * the request body a key is sent with (replays: the same one again):
+ * compact, keys in jsonb's order, so that the client's SHA-256 of it (the
+ * limit's) is the server's of its canonical form (spi_floor_rules')
+ */
 static void
 request_of(const char *key, char *buf)
 {
-	snprintf(buf, 160, "{\"order_id\": \"%s\", \"amount\": " AMOUNT ", \"currency\": \"TWD\"}", key);
+	snprintf(buf, 160, "{\"amount\":" AMOUNT ",\"currency\":\"TWD\",\"order_id\":\"%s\"}", key);
 }
 
 /* the limit's request hash: SHA-256 of the request text, as bytea hex input */
@@ -490,6 +497,17 @@ one_request(Client *c, const char *key, int *was_new, int *got_answer)
 				PQclear(r);
 				return id;
 			}
+		case V_SPI_FLOOR_RULES:
+			{
+				const char *v[5] = {SCOPE, key, req, key, AMOUNT};
+
+				if ((r = execp(c, "spi_floor_rules", 5, v)) == NULL)
+					return -1;
+				id = id_in(PQgetvalue(r, 0, 0));
+				*was_new = opt_mode == M_NEW;
+				PQclear(r);
+				return id;
+			}
 		case V_SPI_FLOOR_EXPLICIT:
 			{
 				char		hash[80];
@@ -632,6 +650,8 @@ connect_client(Client *c)
 	/* the SPI floor (bench/floor/floor.sql) */
 	if (opt_variant == V_SPI_FLOOR)
 		prepare(c, "spi_floor", "SELECT spi_floor_execute($1, $2, $3::bytea, $4, $5::int)");
+	if (opt_variant == V_SPI_FLOOR_RULES)
+		prepare(c, "spi_floor_rules", "SELECT spi_floor_rules($1, $2, $3::jsonb, $4, $5::int)");
 	if (opt_variant == V_SPI_FLOOR_EXPLICIT)
 	{
 		prepare(c, "floor_claim", "SELECT CASE WHEN spi_floor_claim($3, $1, $2::bytea) THEN 'new' ELSE 'taken' END");
@@ -1043,7 +1063,8 @@ main(int argc, char **argv)
 		die("floor runs in mode new only");
 	if (opt_variant == V_ON_CONFLICT && opt_mode == M_REPLAY)
 		die("on_conflict has no replay mode (it stores no response)");
-	if ((opt_variant == V_LIMIT || opt_variant == V_CLAIM_ONLY || opt_variant == V_SPI_FLOOR) &&
+	if ((opt_variant == V_LIMIT || opt_variant == V_CLAIM_ONLY || opt_variant == V_SPI_FLOOR ||
+		 opt_variant == V_SPI_FLOOR_RULES) &&
 		opt_mode == M_CONTENTION)
 		die("%s has no contention mode", variant_names[opt_variant]);
 	if (opt_variant == V_SPI_FLOOR_EXPLICIT && opt_mode != M_NEW)

@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 CALLS=500
 WARM=20
 KEYS=10000
-PATHS="floor:new limit:new spi_floor:new claim_only:new claim:replay claim:new spi_floor_explicit:new execute:new execute:replay spi_floor:replay plpgsql:new plpgsql:replay limit:replay"
+PATHS="floor:new limit:new spi_floor:new spi_floor_rules:new claim_only:new claim:replay claim:new spi_floor_explicit:new execute:new execute:replay spi_floor:replay spi_floor_rules:replay plpgsql:new plpgsql:replay limit:replay"
 BUILD=1
 SAVE=0
 KEEP=""
@@ -75,7 +75,7 @@ sql() { as_postgres psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" "$
 # key_of(i), the request and the limit's hash: as in bench/run.sh
 KEY_OF="lpad(to_hex((i::bigint * 2654435761) % 4294967296), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(i), 12, '0')"
 REQ_OF="jsonb_build_object('order_id', $KEY_OF, 'amount', 3000, 'currency', 'TWD')"
-LIMIT_HASH_OF="sha256(convert_to(format('{\"order_id\": \"%s\", \"amount\": 3000, \"currency\": \"TWD\"}', $KEY_OF), 'UTF8'))"
+LIMIT_HASH_OF="sha256(convert_to(format('{\"amount\":3000,\"currency\":\"TWD\",\"order_id\":\"%s\"}', $KEY_OF), 'UTF8'))"
 log "set up: extension, tables, $KEYS completed keys"
 sql -d postgres -c "CREATE EXTENSION idempotency" -c "CREATE ROLE app LOGIN IN ROLE idempotency_app" \
 	-c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
@@ -118,6 +118,8 @@ label()
 	spi_floor:new) echo "SPI floor: spi_floor_execute (bench/floor): read, payment INSERT, key INSERT, through SPI" ;;
 	spi_floor:replay) echo "SPI floor replay: spi_floor_execute finds the key's row" ;;
 	spi_floor_explicit:new) echo "SPI floor, explicit: BEGIN; spi_floor_claim; INSERT; spi_floor_complete; COMMIT" ;;
+	spi_floor_rules:new) echo "SPI floor under the rules: spi_floor_rules (bench/floor): the floor + request hashed by the server + search_path pins" ;;
+	spi_floor_rules:replay) echo "SPI floor under the rules, replay: the stored hash checked by the server, one search_path pin" ;;
 	claim_only:new) echo "idem_claim alone, new key (autocommit; the key is left processing)" ;;
 	claim:replay) echo "idem_claim, replay (autocommit, read-only)" ;;
 	claim:new) echo "explicit pattern, new key: BEGIN; idem_claim; INSERT; idem_complete; COMMIT" ;;

@@ -30,6 +30,12 @@
 #                primary key, hash compared by the client (1).  Not in
 #                contention mode: a duplicate fails on the primary key.
 #                The table also gives tps and server CPU relative to it.
+#   spi_floor, spi_floor_explicit, spi_floor_rules  the SPI floors
+#                (bench/floor/idem_floor.c; bench/README.md): idem_execute's
+#                and the explicit pattern's statements alone, through SPI;
+#                spi_floor_rules adds what the project's rules ask of any
+#                design (the request hashed and checked by the server,
+#                search_path pinned around its own statements) (1 each)
 # Modes: new (fresh keys), replay (duplicates of completed keys), contention
 # (8 clients race 4 live keys, each key changing after 50 requests; ends with
 # an exactly-once check: one payment per key, every answer naming it).
@@ -155,7 +161,7 @@ fi
 KEY_OF="lpad(to_hex((i::bigint * 2654435761) % 4294967296), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(i), 12, '0')"
 REQ_OF="jsonb_build_object('order_id', $KEY_OF, 'amount', 3000, 'currency', 'TWD')"
 # the limit's request hash: SHA-256 of the request text exactly as the driver sends it
-LIMIT_HASH_OF="sha256(convert_to(format('{\"order_id\": \"%s\", \"amount\": 3000, \"currency\": \"TWD\"}', $KEY_OF), 'UTF8'))"
+LIMIT_HASH_OF="sha256(convert_to(format('{\"amount\":3000,\"currency\":\"TWD\",\"order_id\":\"%s\"}', $KEY_OF), 'UTF8'))"
 
 # the service's role: idempotency_app, owner of its payments tables
 sql -d postgres -c "CREATE EXTENSION idempotency" -c "CREATE ROLE app LOGIN IN ROLE idempotency_app" >/dev/null
@@ -365,8 +371,8 @@ sql -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
 if [ "$WHAT" = check ]; then
 	RUNS="on_conflict:contention plpgsql:contention redis:contention claim:contention execute:contention"
 else
-	RUNS="floor:new on_conflict:new limit:new spi_floor:new spi_floor_explicit:new plpgsql:new redis:new claim:new execute:new
-	      limit:replay spi_floor:replay plpgsql:replay redis:replay claim:replay execute:replay
+	RUNS="floor:new on_conflict:new limit:new spi_floor:new spi_floor_rules:new spi_floor_explicit:new plpgsql:new redis:new claim:new execute:new
+	      limit:replay spi_floor:replay spi_floor_rules:replay plpgsql:replay redis:replay claim:replay execute:replay
 	      on_conflict:contention plpgsql:contention redis:contention claim:contention execute:contention"
 fi
 RAW=$WORK/raw.txt
@@ -471,6 +477,8 @@ label()
 	spi_floor:new) echo "SPI floor: idem_execute's statements alone, through SPI, in limit_keys (1)" ;;
 	spi_floor:replay) echo "SPI floor: the key's row read through SPI, hash checked by no one (1)" ;;
 	spi_floor_explicit:new) echo "SPI floor, explicit: BEGIN, 1-statement claim, INSERT, 1-statement complete, COMMIT (5)" ;;
+	spi_floor_rules:new) echo "SPI floor under the rules: + request hashed by the server, search_path pinned (1)" ;;
+	spi_floor_rules:replay) echo "SPI floor under the rules: + request hash checked by the server, search_path pinned (1)" ;;
 	esac
 }
 OUT=$WORK/report.txt

@@ -180,8 +180,9 @@ extern bool IdemCitusPresent(void);
 extern int	IdemPlanOptions(Oid nspid);
 extern int	IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls,
 						bool read_only, long count);
-extern int	IdemPinSearchPath(void);
-extern void IdemUnpinSearchPath(int pin);
+/* exported: bench/floor's rules floor calls them (load_external_function) */
+extern PGDLLEXPORT int IdemPinSearchPath(void);
+extern PGDLLEXPORT void IdemUnpinSearchPath(int pin);
 extern int	IdemConnect(void);
 extern void IdemFinish(int pin);
 extern bool IdemRlsApplies(Oid nspid);
@@ -271,7 +272,7 @@ extern void IdemCitusEnsureLocal(void);
 extern void IdemCitusNoteLocal(bool wrote);
 
 /* hash.c */
-extern bytea *IdemHashJsonb(Datum jsonb);
+extern PGDLLEXPORT bytea *IdemHashJsonb(Datum jsonb);	/* also bench/floor's */
 
 /* expire.c */
 typedef struct IdemExpireResult

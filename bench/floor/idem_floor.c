@@ -18,6 +18,14 @@
  * afresh (a custom plan, as the extension's under Citus), and the read with
  * the scope written into its text, as the extension reads a key whose shard
  * is on the node, so that Citus plans it straight on the shard.
+ * spi_floor_rules is spi_floor_execute under the rules any extension that
+ * keeps the keys must follow, with the extension's own code for them (found
+ * in idempotency.so by load_external_function, so one copy of each): the
+ * request hashed by the server (IdemHashJsonb) and a replay's hash compared
+ * with the stored one, a different request an error; search_path pinned
+ * around its own statements (IdemPinSearchPath), the payment's statement
+ * run between them under the caller's path.  Nothing else of the
+ * extension's: no lock, token, lease, subtransaction, result row type.
  * spi_floor_claim and spi_floor_complete are the explicit pattern's two
  * calls with one statement each: an INSERT ... ON CONFLICT DO NOTHING of
  * the key row, an UPDATE of its response.  The table is the limit's
@@ -32,6 +40,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -42,10 +51,12 @@ PG_FUNCTION_INFO_V1(spi_floor_execute);
 PG_FUNCTION_INFO_V1(spi_floor_claim);
 PG_FUNCTION_INFO_V1(spi_floor_complete);
 PG_FUNCTION_INFO_V1(spi_floor_execute_tenant);
+PG_FUNCTION_INFO_V1(spi_floor_rules);
 
 typedef enum FloorStmt
 {
 	FLOOR_READ,
+	FLOOR_READ_HASH,
 	FLOOR_PAY,
 	FLOOR_KEY,
 	FLOOR_CLAIM,
@@ -62,6 +73,8 @@ static const struct
 }			floor_stmts[FLOOR_NUM_STMTS] = {
 	[FLOOR_READ] = {"SELECT response FROM public.limit_keys WHERE scope = $1 AND key = $2",
 	2, {TEXTOID, TEXTOID}},
+	[FLOOR_READ_HASH] = {"SELECT request_hash, response FROM public.limit_keys WHERE scope = $1 AND key = $2",
+	2, {TEXTOID, TEXTOID}},
 	[FLOOR_PAY] = {"INSERT INTO public.payments (order_id, amount) VALUES ($1, $2) RETURNING id",
 	2, {TEXTOID, INT4OID}},
 	[FLOOR_KEY] = {"INSERT INTO public.limit_keys (scope, key, request_hash, response)"
@@ -77,6 +90,28 @@ static const struct
 };
 
 static SPIPlanPtr floor_plans[FLOOR_NUM_STMTS];
+
+/* The extension's own code for the rules (see the top of the file) */
+typedef int (*PinFn) (void);
+typedef void (*UnpinFn) (int pin);
+typedef bytea *(*HashFn) (Datum jsonb);
+
+static PinFn pin_search_path;
+static UnpinFn unpin_search_path;
+static HashFn hash_jsonb;
+
+static void
+FloorLoadRules(void)
+{
+	if (hash_jsonb != NULL)
+		return;
+	pin_search_path = (PinFn)
+		load_external_function("$libdir/idempotency", "IdemPinSearchPath", true, NULL);
+	unpin_search_path = (UnpinFn)
+		load_external_function("$libdir/idempotency", "IdemUnpinSearchPath", true, NULL);
+	hash_jsonb = (HashFn)
+		load_external_function("$libdir/idempotency", "IdemHashJsonb", true, NULL);
+}
 
 /*
  * Under Citus a custom plan for every execution, as the extension's own
@@ -125,15 +160,24 @@ FloorResult(bool jsonb)
 
 /*
  * A new key: the payment (statement pay with its arguments), then the key
- * row with the payment's id (key[3]); returns the key row's response
+ * row with the payment's id (key[3]), under a pinned search_path if
+ * pinned (spi_floor_rules); returns the key row's response
  */
 static Datum
-FloorNewKey(FloorStmt pay_stmt, Datum *pay, Datum *key)
+FloorNewKey(FloorStmt pay_stmt, Datum *pay, Datum *key, bool pinned)
 {
+	int			pin = 0;
+	Datum		response;
+
 	FloorRun(pay_stmt, pay);
 	key[3] = FloorResult(false);
+	if (pinned)
+		pin = pin_search_path();
 	FloorRun(FLOOR_KEY, key);
-	return FloorResult(true);
+	response = FloorResult(true);
+	if (pinned)
+		unpin_search_path(pin);
+	return response;
 }
 
 /* spi_floor_execute(scope, key, request_hash, order_id, amount) RETURNS jsonb */
@@ -149,7 +193,7 @@ spi_floor_execute(PG_FUNCTION_ARGS)
 	if (FloorRun(FLOOR_READ, read) == 1)
 		response = FloorResult(true);
 	else
-		response = FloorNewKey(FLOOR_PAY, pay, key);
+		response = FloorNewKey(FLOOR_PAY, pay, key, false);
 	SPI_finish();
 	PG_RETURN_DATUM(response);
 }
@@ -203,7 +247,58 @@ spi_floor_execute_tenant(PG_FUNCTION_ARGS)
 	if (SPI_processed == 1)
 		response = FloorResult(true);
 	else
-		response = FloorNewKey(FLOOR_TENANT_PAY, pay, key);
+		response = FloorNewKey(FLOOR_TENANT_PAY, pay, key, false);
+	SPI_finish();
+	PG_RETURN_DATUM(response);
+}
+
+/*
+ * A replay: the stored request hash (column 1 of the read) must be the
+ * request's; returns the stored response
+ */
+static Datum
+FloorReplay(bytea *hash)
+{
+	bool		isnull;
+	bytea	   *stored = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0],
+													   SPI_tuptable->tupdesc, 1, &isnull));
+
+	if (isnull || VARSIZE_ANY_EXHDR(stored) != VARSIZE_ANY_EXHDR(hash) ||
+		memcmp(VARDATA_ANY(stored), VARDATA_ANY(hash), VARSIZE_ANY_EXHDR(hash)) != 0)
+		ereport(ERROR,
+				(errcode(MAKE_SQLSTATE('I', 'K', '0', '0', '1')),	/* the extension's */
+				 errmsg("key reused with a different request")));
+	return SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull),
+							 false, -1);
+}
+
+/* spi_floor_rules(scope, key, request jsonb, order_id, amount) RETURNS jsonb */
+Datum
+spi_floor_rules(PG_FUNCTION_ARGS)
+{
+	bytea	   *hash;
+	Datum		read[2] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)};
+	Datum		pay[2] = {PG_GETARG_DATUM(3), PG_GETARG_DATUM(4)};
+	Datum		key[4] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), 0, 0};
+	Datum		response;
+	int			pin;
+
+	FloorLoadRules();
+	hash = hash_jsonb(PG_GETARG_DATUM(2));
+	key[2] = PointerGetDatum(hash);
+
+	SPI_connect();
+	pin = pin_search_path();
+	if (FloorRun(FLOOR_READ_HASH, read) == 1)
+	{
+		response = FloorReplay(hash);
+		unpin_search_path(pin);
+	}
+	else
+	{
+		unpin_search_path(pin);
+		response = FloorNewKey(FLOOR_PAY, pay, key, true);
+	}
 	SPI_finish();
 	PG_RETURN_DATUM(response);
 }
