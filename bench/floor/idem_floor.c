@@ -260,16 +260,18 @@ static Datum
 FloorReplay(bytea *hash)
 {
 	bool		isnull;
-	bytea	   *stored = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0],
-													   SPI_tuptable->tupdesc, 1, &isnull));
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	bytea	   *stored = isnull ? NULL : DatumGetByteaPP(d);
 
-	if (isnull || VARSIZE_ANY_EXHDR(stored) != VARSIZE_ANY_EXHDR(hash) ||
+	if (stored == NULL || VARSIZE_ANY_EXHDR(stored) != VARSIZE_ANY_EXHDR(hash) ||
 		memcmp(VARDATA_ANY(stored), VARDATA_ANY(hash), VARSIZE_ANY_EXHDR(hash)) != 0)
 		ereport(ERROR,
 				(errcode(MAKE_SQLSTATE('I', 'K', '0', '0', '1')),	/* the extension's */
 				 errmsg("key reused with a different request")));
-	return SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull),
-							 false, -1);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	if (isnull)
+		elog(ERROR, "unexpected null");
+	return SPI_datumTransfer(d, false, -1);
 }
 
 /* spi_floor_rules(scope, key, request jsonb, order_id, amount) RETURNS jsonb */
