@@ -376,24 +376,43 @@ PolicyCheckedInsert(IdemClaimArgs *a, const IdemArgs *args, bool *busy)
 
 /*
  * Run one of a claim's writes, after taking the key's lock (and, for an
- * update with wait => false, the row's), with a new token as :new_token;
- * returns whether it changed a row.  Sets *busy, writing nothing, when
+ * update with wait => false, the row's), with a new token as :new_token and
+ * the lease and expiry counted from after every wait; returns whether it
+ * changed a row (then SPI_tuptable starts with its token and status).  Sets *busy, writing nothing, when
  * wait => false finds either lock held by another transaction.
  */
 static bool
 ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
 {
 	bool		policy_check;
+	bool		written;
+	TimestampTz lease_end;
 
 	*busy = !IdemLockKey(a, a->wait) ||
 		(!a->wait && stmt != IDEM_STMT_INSERT && !TryLockRow(a));
 	policy_check = *busy && stmt == IDEM_STMT_INSERT && IdemRlsApplies(a->nspid);
 	if (*busy && !policy_check)
 		return false;
+
+	/* the times, taken after the lock waits above */
+	a->now = GetCurrentTimestamp();
+	lease_end = IdemTimePlus(a->now, a->lease);
+	IdemArg(args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
+	IdemArg(args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(lease_end));
+	IdemArg(args, IDEM_PARAM_EXPIRES_AT,
+			TimestampTzGetDatum(IdemTimePlus(lease_end, a->retention)));
 	IdemArg(args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(a->nspid)));
 	if (policy_check)
-		return PolicyCheckedInsert(a, args, busy);
-	return IdemExecute(stmt, a->nspid, args, false, 0) > 0;
+		written = PolicyCheckedInsert(a, args, busy);
+	else
+		written = IdemExecute(stmt, a->nspid, args, false, 0) > 0;
+
+	/* and after the statement's own wait, if it had one */
+	if (written)
+		(void) IdemRestampIfWaited(a->nspid, a->scope, a->key,
+								   DatumGetInt64(args->value[IDEM_PARAM_NEW_TOKEN]),
+								   a->now);
+	return written;
 }
 
 /* The key's row as it is now */
@@ -426,17 +445,14 @@ ReportMismatch(IdemClaimArgs *a)
  * success the statement's RETURNING row is in SPI_tuptable.
  */
 static bool
-WriteClaim(IdemClaimArgs *a, ClaimAction act, const IdemRow *row,
-		   TimestampTz lease_end, TimestampTz expires_at, bool reclaim, bool *busy)
+WriteClaim(IdemClaimArgs *a, ClaimAction act, const IdemRow *row, bool reclaim,
+		   bool *busy)
 {
 	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
 	IdemStmt	stmt = act == ACT_INSERT ? IDEM_STMT_INSERT :
 		act == ACT_RENEW ? IDEM_STMT_RENEW : IDEM_STMT_TAKEOVER;
 
 	IdemArgPtr(&args, IDEM_PARAM_REQUEST_HASH, a->hash);
-	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
-	IdemArg(&args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(lease_end));
-	IdemArg(&args, IDEM_PARAM_EXPIRES_AT, TimestampTzGetDatum(expires_at));
 	IdemArg(&args, IDEM_PARAM_TOKEN, Int64GetDatum(row->token));
 	IdemArg(&args, IDEM_PARAM_RECLAIM, BoolGetDatum(reclaim));
 	return ClaimWrite(a, stmt, &args, busy);
@@ -517,8 +533,6 @@ IdemOutcome
 IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 {
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
-	TimestampTz lease_end = IdemTimePlus(a->now, a->lease);
-	TimestampTz expires_at = IdemTimePlus(lease_end, a->retention);
 	IdemOutcome outcome = IDEM_OUTCOME_NONE;
 	bool		busy = false;
 	IdemRow		row;
@@ -538,6 +552,7 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 							   IdemKeyForMessage(a->key), IdemKeyForMessage(a->scope), round),
 					 errhint("Retry the transaction.")));
 
+		a->now = GetCurrentTimestamp();	/* after any wait before this round */
 		ReadKeyRow(a, &row);
 		if (a->probe && !row.found)
 			return IDEM_OUTCOME_NONE;	/* the caller writes the key itself */
@@ -560,7 +575,7 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 			case ACT_INSERT:
 			case ACT_RENEW:
 			case ACT_TAKEOVER:
-				if (WriteClaim(a, act, &row, lease_end, expires_at, reclaim, &busy))
+				if (WriteClaim(a, act, &row, reclaim, &busy))
 					outcome = act == ACT_TAKEOVER ? IDEM_OUTCOME_RECLAIMED : IDEM_OUTCOME_NEW;
 				else if (busy)
 					outcome = IDEM_OUTCOME_IN_PROGRESS;

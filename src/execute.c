@@ -475,6 +475,7 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		response = RunStatement(st, a);
 
 		level = IdemPinSearchPath();
+		a->now = GetCurrentTimestamp();	/* after the statement */
 		IdemArgPtr(&args, IDEM_PARAM_REQUEST_HASH, a->hash);
 		IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
 		IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
@@ -484,6 +485,7 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(token));
 		if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a->nspid, &args, false, 0) != 1)
 			elog(ERROR, "INSERT of idempotency key did not insert its row");
+		(void) IdemRestampIfWaited(a->nspid, a->scope, a->key, token, a->now);
 		IdemUnpinSearchPath(level);
 
 		ReleaseCurrentSubTransaction();
@@ -571,6 +573,7 @@ CompleteClaim(IdemClaimArgs *a, Datum token, Datum code, bool code_null,
 	SetResponseArgs(&args, code, code_null, response);
 	if (IdemExecute(IDEM_STMT_COMPLETE, a->nspid, &args, false, 0) == 0)
 		ReportClaimLost(a);
+	(void) IdemRestampIfWaited(a->nspid, a->scope, a->key, DatumGetInt64(token), now);
 	IdemUnpinSearchPath(level);
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 }

@@ -27,6 +27,13 @@
 #define ERRCODE_IDEM_KEY_NOT_FOUND		MAKE_SQLSTATE('I','K','0','0','4')
 #define ERRCODE_IDEM_TOKEN_REQUIRED		MAKE_SQLSTATE('I','K','0','0','5')
 
+/*
+ * A write that took longer than this was held up by a lock, and the times
+ * it wrote are moved forward to count from after the wait
+ * (IdemRestampIfWaited): a lease is never shorter than asked by more.
+ */
+#define IDEM_STAMP_SLACK_USECS	INT64CONST(1000)
+
 /* idempotency.stale_policy values */
 typedef enum IdemStalePolicy
 {
@@ -71,6 +78,8 @@ typedef enum IdemStmt
 	IDEM_STMT_TRY_LOCK_KEY,
 	IDEM_STMT_PROBE_LOCK_KEY,
 	IDEM_STMT_TRY_LOCK_ROW,
+	IDEM_STMT_RESTAMP,
+	IDEM_STMT_EXPIRE_DUE,
 	IDEM_NUM_STMTS
 } IdemStmt;
 
@@ -121,6 +130,9 @@ typedef enum IdemParam
 	IDEM_PARAM_RECOVERY_POINT,	/* text, may be null */
 	IDEM_PARAM_LOCK_ID,			/* int8: the key lock's id */
 	IDEM_PARAM_BATCH_SIZE,		/* int8: rows at most */
+	IDEM_PARAM_STAMPED,			/* timestamptz: the time a write was stamped with */
+	IDEM_PARAM_SHIFT,			/* float8: seconds its times move forward */
+	IDEM_PARAM_HOLD_UNTIL,		/* timestamptz: a held stale claim's next look */
 	IDEM_NUM_PARAMS
 } IdemParam;
 
@@ -188,6 +200,8 @@ extern void IdemFinish(int pin);
 extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
+extern bool IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
+								TimestampTz stamped);
 extern double IdemEpochSeconds(TimestampTz t);
 extern int	IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args,
 						bool read_only, long count);

@@ -124,7 +124,8 @@ ReportNoMatch(KeyCall *call)
 /*
  * Run a holder's guarded statement, with args besides the key, scope and
  * token; report why when it matched nothing.  Returns with SPI still
- * connected.
+ * connected, and SPI_tuptable holding the row's locked_until for a
+ * heartbeat.
  */
 static void
 ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args)
@@ -139,6 +140,11 @@ ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args)
 	IdemArg(args, IDEM_PARAM_TOKEN, Int64GetDatum(call->token));
 	if (IdemExecute(stmt, call->nspid, args, false, 0) == 0)
 		ReportNoMatch(call);
+	/* a lease or expiry written counts from after the statement's wait */
+	if (stmt == IDEM_STMT_COMPLETE || stmt == IDEM_STMT_FAIL ||
+		stmt == IDEM_STMT_HEARTBEAT)
+		(void) IdemRestampIfWaited(call->nspid, call->scope, call->key, call->token,
+								   DatumGetTimestampTz(args->value[IDEM_PARAM_NOW]));
 }
 
 /* A nullable argument of the call as the statement parameter p */
@@ -238,8 +244,9 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 
 	pin = IdemConnect();
 	ExecuteHolderCall(&call, IDEM_STMT_HEARTBEAT, &args);
-	until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 1, &isnull));
+	until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											  SPI_fnumber(SPI_tuptable->tupdesc, "locked_until"),
+											  &isnull));
 	IdemFinish(pin);
 	PG_RETURN_TIMESTAMPTZ(until);
 }

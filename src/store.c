@@ -79,6 +79,9 @@ static const struct
 	[IDEM_PARAM_RECOVERY_POINT] = {"recovery_point", TEXTOID},
 	[IDEM_PARAM_LOCK_ID] = {"lock_id", INT8OID},
 	[IDEM_PARAM_BATCH_SIZE] = {"batch_size", INT8OID},
+	[IDEM_PARAM_STAMPED] = {"stamped", TIMESTAMPTZOID},
+	[IDEM_PARAM_SHIFT] = {"shift", FLOAT8OID},
+	[IDEM_PARAM_HOLD_UNTIL] = {"hold_until", TIMESTAMPTZOID},
 };
 
 /* Parameters one statement uses at most */
@@ -104,6 +107,11 @@ static const struct
 #define SHIFTED_EXPIRY(epoch) \
 	"pg_catalog.to_timestamp(" epoch " OPERATOR(pg_catalog.+) pg_catalog.date_part('epoch'," \
 	" expires_at OPERATOR(pg_catalog.-) locked_until))"
+
+/* column moved forward by seconds (float8), IMMUTABLE as SHIFTED_EXPIRY */
+#define SHIFTED(seconds, column) \
+	"pg_catalog.to_timestamp(pg_catalog.date_part('epoch', " column ")" \
+	" OPERATOR(pg_catalog.+) " seconds ")"
 
 /*
  * "The row is processing", for statements that find one row by its key.
@@ -282,6 +290,21 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	/* wait => false, before updating a row: lock it, or learn who holds it */
 	[IDEM_STMT_TRY_LOCK_ROW] =
 	"SELECT token FROM " KEYS WHERE_KEY " FOR NO KEY UPDATE SKIP LOCKED",
+
+	/*
+	 * A write that waited (for a row lock, or for another transaction's
+	 * insert of the key) was stamped before the wait: its lease end and
+	 * expiry move forward by :shift seconds, so that they count from after
+	 * it, and created_at too where that write set it (IdemRestampIfWaited).
+	 * due_at stays: earlier than the row's times is always allowed.
+	 */
+	[IDEM_STMT_RESTAMP] =
+	"UPDATE " KEYS " SET locked_until = " SHIFTED(":shift", "locked_until") ","
+	" expires_at = " SHIFTED(":shift", "expires_at") ","
+	" created_at = CASE WHEN created_at" EQ ":stamped THEN :now ELSE created_at END,"
+	" updated_at = :now"
+	WHERE_KEY AND_TOKEN
+	" RETURNING token, status, locked_until",
 
 	/*
 	 * idem_execute's new key: the key row written once, completed, after
@@ -999,6 +1022,36 @@ IdemEpochSeconds(TimestampTz t)
 {
 	return (double) t / USECS_PER_SEC +
 		(double) ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY);
+}
+
+/*
+ * A write on the key's row stamped with the time stamped, holding token,
+ * has just run.  If it took longer than IDEM_STAMP_SLACK_USECS, it waited
+ * (for a row lock, or for another transaction's insert of the key), and the
+ * lease and expiry it wrote were counted from before the wait: move them
+ * forward to count from now (IDEM_STMT_RESTAMP; the row is this
+ * transaction's, so nothing waits again).  Returns whether it did; then
+ * SPI_tuptable has the row's token, status and locked_until.  Must be
+ * called inside SPI.
+ */
+bool
+IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
+					TimestampTz stamped)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	IdemArgs	args;
+
+	if (now - stamped <= IDEM_STAMP_SLACK_USECS)
+		return false;
+	args = IdemKeyArgs(scope, key);
+	IdemArg(&args, IDEM_PARAM_TOKEN, Int64GetDatum(token));
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
+	IdemArg(&args, IDEM_PARAM_STAMPED, TimestampTzGetDatum(stamped));
+	IdemArg(&args, IDEM_PARAM_SHIFT,
+			Float8GetDatum((double) (now - stamped) / USECS_PER_SEC));
+	if (IdemExecute(IDEM_STMT_RESTAMP, nspid, &args, false, 0) != 1)
+		elog(ERROR, "could not restamp the idempotency key's row after a wait");
+	return true;
 }
 
 /* Does row level security apply to the current role on idempotency_keys? */
