@@ -9,7 +9,12 @@
  *	- object keys in jsonb's own order (shorter keys first, then bytewise),
  *	  duplicate keys already resolved by jsonb (the last one wins);
  *	- strings escaped as jsonb prints them;
- *	- numbers in numeric_normalize() form (1.0, 1.00 and 1e0 are all "1").
+ *	- numbers in numeric_normalize() form (1.0, 1.00 and 1e0 are all "1")
+ *	  when their first digit stands for 10^-32 to 10^32; further out, in
+ *	  scientific form: the digits without trailing zeros, the first before
+ *	  a point, then "e" and the exponent (1e131000, -2.5e-40).  Written out
+ *	  in full, such a number is up to 131,000 characters for the few bytes
+ *	  it is stored in, and a request of them costs gigabytes to hash.
  * The hash is SHA-256 of that text in the database encoding.  The bytea and
  * text variants hash the bytes as given.
  *
@@ -129,6 +134,125 @@ AppendSeparator(StringInfo buf)
 }
 
 /*
+ * numeric's stored form (its on-disk format, which pg_upgrade keeps): a
+ * header word, a weight word in the long form, then base-10000 digits with
+ * no leading or trailing zero digit (none for zero).  numeric.c keeps its
+ * macros for it to itself.
+ */
+#define NUMBER_SIGN_MASK		0xC000
+#define NUMBER_NEG				0x4000
+#define NUMBER_SHORT			0x8000
+#define NUMBER_SPECIAL			0xC000
+#define NUMBER_SHORT_SIGN		0x2000
+#define NUMBER_SHORT_WEIGHT_SIGN 0x0040
+#define NUMBER_SHORT_WEIGHT_MASK 0x003F
+
+/* Decimal exponents written out in full (numeric_normalize's form) */
+#define NUMBER_PLAIN_EXPONENT	32
+
+/*
+ * Append a JSON number in canonical form (see the top of the file), in
+ * time and memory proportional to its stored digits.
+ */
+static void
+AppendNumber(StringInfo buf, Numeric num)
+{
+	const char *data = VARDATA_ANY(num);
+	int			len = VARSIZE_ANY_EXHDR(num);
+	uint16		header;
+	int			weight;
+	int			ndigits;
+	bool		neg;
+	char	   *digits;
+	int			n = 0;
+	int			first = 0;		/* decimal digits of the first digit */
+	int			exponent;
+
+	memcpy(&header, data, sizeof(uint16));
+	if ((header & NUMBER_SIGN_MASK) == NUMBER_SPECIAL)
+	{
+		/* NaN and infinities: no JSON number is one */
+		appendStringInfoString(buf, numeric_normalize(num));
+		return;
+	}
+	if (header & NUMBER_SHORT)
+	{
+		neg = (header & NUMBER_SHORT_SIGN) != 0;
+		weight = (header & NUMBER_SHORT_WEIGHT_MASK) -
+			((header & NUMBER_SHORT_WEIGHT_SIGN) ? NUMBER_SHORT_WEIGHT_MASK + 1 : 0);
+		data += sizeof(uint16);
+		len -= sizeof(uint16);
+	}
+	else
+	{
+		int16		w;
+
+		neg = (header & NUMBER_SIGN_MASK) == NUMBER_NEG;
+		memcpy(&w, data + sizeof(uint16), sizeof(int16));
+		weight = w;
+		data += 2 * sizeof(uint16);
+		len -= 2 * sizeof(uint16);
+	}
+	ndigits = len / (int) sizeof(int16);
+	if (ndigits == 0)
+	{
+		appendStringInfoChar(buf, '0');
+		return;
+	}
+
+	/* the decimal digits, the first one nonzero, trailing zeros dropped */
+	digits = palloc(ndigits * 4 + 1);
+	for (int i = 0; i < ndigits; i++)
+	{
+		int16		d;
+
+		memcpy(&d, data + i * sizeof(int16), sizeof(int16));
+		if (i == 0)
+			n = first = sprintf(digits, "%d", (int) d);
+		else
+			n += sprintf(digits + n, "%04d", (int) d);
+	}
+	exponent = weight * 4 + first - 1;	/* of the first decimal digit */
+	while (n > 1 && digits[n - 1] == '0')
+		n--;
+
+	if (neg)
+		appendStringInfoChar(buf, '-');
+	if (exponent > NUMBER_PLAIN_EXPONENT || exponent < -NUMBER_PLAIN_EXPONENT)
+	{
+		appendStringInfoChar(buf, digits[0]);
+		if (n > 1)
+		{
+			appendStringInfoChar(buf, '.');
+			appendBinaryStringInfo(buf, digits + 1, n - 1);
+		}
+		appendStringInfo(buf, "e%d", exponent);
+	}
+	else if (exponent >= 0)
+	{
+		/* integer part, padded with zeros; then the fraction, if any */
+		int			whole = exponent + 1;
+
+		appendBinaryStringInfo(buf, digits, Min(n, whole));
+		for (int i = n; i < whole; i++)
+			appendStringInfoChar(buf, '0');
+		if (n > whole)
+		{
+			appendStringInfoChar(buf, '.');
+			appendBinaryStringInfo(buf, digits + whole, n - whole);
+		}
+	}
+	else
+	{
+		appendStringInfoString(buf, "0.");
+		for (int i = -1; i > exponent; i--)
+			appendStringInfoChar(buf, '0');
+		appendBinaryStringInfo(buf, digits, n);
+	}
+	pfree(digits);
+}
+
+/*
  * Append a scalar in canonical form.
  */
 static void
@@ -143,7 +267,7 @@ AppendScalar(StringInfo buf, JsonbValue *v)
 			appendStringInfoString(buf, v->val.boolean ? "true" : "false");
 			break;
 		case jbvNumeric:
-			appendStringInfoString(buf, numeric_normalize(v->val.numeric));
+			AppendNumber(buf, v->val.numeric);
 			break;
 		case jbvString:
 			escape_json(buf, pnstrdup(v->val.string.val, v->val.string.len));
