@@ -38,7 +38,7 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter
 #   make prove_installcheck  prove over test/t/*.pl; the TAP tests start
 #                            servers of their own from the installed
 #                            binaries (PROVE_TESTS=test/t/010_worker.pl: one)
-REGRESS = setup claim record hash guc input expire stats execute execute_hostile \
+REGRESS = setup claim record hash guc input expire expire_backlog stats execute execute_hostile \
 	attack_interval attack_execute attack_dump plans large_response
 ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
 	claim_repeatable_read claim_serializable takeover execute execute_race \

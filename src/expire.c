@@ -35,6 +35,7 @@ PG_FUNCTION_INFO_V1(idem_expire);
 /* Rows a batch of idem_expire() handles at most, of each kind */
 #define EXPIRE_SQL_BATCH 10000
 
+
 /*
  * The relations expiry works on: NIL for the table itself, or, where Citus
  * has distributed it by hash, this node's shards of it, schema-qualified
@@ -105,9 +106,9 @@ ExpireOn(IdemStmt stmt, Oid nspid, const char *relation, const IdemArgs *args)
 
 /*
  * One batch of expiry in the extension's schema nspid, as of now, on the
- * table or, on a Citus node, on this node's shards of it: stale claims
- * expired first, then rows deleted, then rows due that need nothing yet
- * given their next due time, at most batch_size rows in all.  Adds what it
+ * table or, on a Citus node, on this node's shards of it: the rows due,
+ * at most batch_size in all, each deleted, expired, or given its next due
+ * time (IDEM_STMT_EXPIRE_DUE).  Adds what it
  * did to result and returns the rows it changed (all three kinds).  The
  * caller is connected to SPI.
  */
@@ -118,14 +119,10 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
 	IdemArgs	args = {.given = 0};
 	int64		done[3] = {0, 0, 0};	/* expired, deleted, rekeyed */
-	const IdemStmt steps[3] = {IDEM_STMT_EXPIRE_STALE, IDEM_STMT_EXPIRE_DELETE,
-	IDEM_STMT_EXPIRE_REKEY};
 	int			total = 0;
 	List	   *targets = NIL;
 	ListCell   *lc;
 
-	/* the statement texts for the table's shape, shards included */
-	(void) IdemKeysHaveDueAt(nspid);
 	if (Distributed(nspid))
 	{
 		targets = LocalShards(nspid);
@@ -141,16 +138,37 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 	{
 		const char *relation = (const char *) lfirst(lc);
 
-		for (int i = 0; i < 3 && total < batch_size; i++)
+		if (total >= batch_size)
+			break;
+		if (IdemKeysHaveDueAt(nspid))
+		{
+			bool		isnull;
+
+			IdemArg(&args, IDEM_PARAM_BATCH_SIZE, Int64GetDatum(batch_size - total));
+			ExpireOn(reclaim ? IDEM_STMT_EXPIRE_DUE_RECLAIM : IDEM_STMT_EXPIRE_DUE,
+					 nspid, relation, &args);
+			for (int i = 0; i < 3; i++)
+			{
+				int			col = i == 0 ? 2 : i == 1 ? 1 : 3;	/* gone, stale, later */
+				int64		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+															SPI_tuptable->tupdesc, col, &isnull));
+
+				done[i] += n;
+				total += (int) n;
+			}
+			continue;
+		}
+
+		/* a 0.2.0 table, not updated yet: its two statements */
+		for (int i = 0; i < 2 && total < batch_size; i++)
 		{
 			int			n;
 
-			if (steps[i] == IDEM_STMT_EXPIRE_STALE && !reclaim)
+			if (i == 0 && !reclaim)
 				continue;
-			if (steps[i] == IDEM_STMT_EXPIRE_REKEY && !IdemKeysHaveDueAt(nspid))
-				continue;		/* a 0.2.0 table, not updated yet */
 			IdemArg(&args, IDEM_PARAM_BATCH_SIZE, Int64GetDatum(batch_size - total));
-			n = ExpireOn(steps[i], nspid, relation, &args);
+			n = ExpireOn(i == 0 ? IDEM_STMT_EXPIRE_STALE : IDEM_STMT_EXPIRE_DELETE,
+						 nspid, relation, &args);
 			done[i] += n;
 			total += n;
 		}

@@ -70,9 +70,8 @@ typedef enum IdemStmt
 	IDEM_STMT_RESOLVE_FAIL,
 	IDEM_STMT_RESOLVE_RELEASE,
 	IDEM_STMT_LOOKUP,
-	IDEM_STMT_EXPIRE_STALE,
-	IDEM_STMT_EXPIRE_DELETE,
-	IDEM_STMT_EXPIRE_REKEY,
+	IDEM_STMT_EXPIRE_STALE,		/* 0.2.0's table only; then IDEM_STMT_EXPIRE_DUE */
+	IDEM_STMT_EXPIRE_DELETE,	/* 0.2.0's table only */
 	IDEM_STMT_INSERT_COMPLETED,
 	IDEM_STMT_LOCK_KEY,
 	IDEM_STMT_TRY_LOCK_KEY,
@@ -80,6 +79,7 @@ typedef enum IdemStmt
 	IDEM_STMT_TRY_LOCK_ROW,
 	IDEM_STMT_RESTAMP,
 	IDEM_STMT_EXPIRE_DUE,
+	IDEM_STMT_EXPIRE_DUE_RECLAIM,
 	IDEM_NUM_STMTS
 } IdemStmt;
 
@@ -132,7 +132,6 @@ typedef enum IdemParam
 	IDEM_PARAM_BATCH_SIZE,		/* int8: rows at most */
 	IDEM_PARAM_STAMPED,			/* timestamptz: the time a write was stamped with */
 	IDEM_PARAM_SHIFT,			/* float8: seconds its times move forward */
-	IDEM_PARAM_HOLD_UNTIL,		/* timestamptz: a held stale claim's next look */
 	IDEM_NUM_PARAMS
 } IdemParam;
 

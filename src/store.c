@@ -81,7 +81,6 @@ static const struct
 	[IDEM_PARAM_BATCH_SIZE] = {"batch_size", INT8OID},
 	[IDEM_PARAM_STAMPED] = {"stamped", TIMESTAMPTZOID},
 	[IDEM_PARAM_SHIFT] = {"shift", FLOAT8OID},
-	[IDEM_PARAM_HOLD_UNTIL] = {"hold_until", TIMESTAMPTZOID},
 };
 
 /* Parameters one statement uses at most */
@@ -131,16 +130,41 @@ static const struct
  * fail and resolve lower it only when the new expires_at comes first
  * (a retention shorter than what was left of the lease); otherwise they
  * write the same value, and an UPDATE that changes no indexed column is
- * HOT.  The worker moves it forward (IDEM_STMT_EXPIRE_REKEY).
+ * HOT.  The worker moves it forward (IDEM_STMT_EXPIRE_DUE).
  */
+/*
+ * A stale claim that stale_policy = hold keeps is due at infinity: out of
+ * the range each batch scans, and found by an index probe once the policy
+ * is reclaim (IDEM_STMT_EXPIRE_DUE).
+ */
+#define HELD_DUE_AT "'infinity'::pg_catalog.timestamptz"
+
 #define DUE_AT_NO_LATER_THAN(expr) \
 	" due_at = LEAST(due_at, " expr ")"
 
-/* Expiry's rows: due now, at most :batch_size of them, none a live transaction holds */
-#define DUE_ROWS(cond) \
-	"(SELECT scope, key FROM " KEYS " WHERE due_at" LE ":now AND " cond \
-	" ORDER BY due_at LIMIT :batch_size FOR UPDATE SKIP LOCKED) AS due" \
-	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key"
+/* IDEM_STMT_EXPIRE_DUE's text: rows taken from source, held the CTE it may need */
+#define EXPIRE_DUE(source, held) \
+	"WITH due_now AS (SELECT scope, key, " EXPIRE_ACT " AS act FROM " KEYS \
+	" WHERE due_at" LE ":now ORDER BY due_at LIMIT :batch_size FOR UPDATE SKIP LOCKED)," \
+	held " due AS (SELECT * FROM " source ")," \
+	" gone AS (DELETE FROM " KEYS " AS k USING due" \
+	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key AND due.act" EQ "'d' RETURNING 1)," \
+	" stale AS (UPDATE " KEYS " AS k SET status = 'failed', retryable = true," \
+	" locked_until = NULL, updated_at = :now, due_at = k.expires_at FROM due" \
+	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key AND due.act" EQ "'s' RETURNING 1)," \
+	" later AS (UPDATE " KEYS " AS k SET due_at = CASE" \
+	" WHEN k.status" NE "'processing' THEN k.expires_at" \
+	" WHEN k.locked_until" GT ":now THEN LEAST(k.locked_until, k.expires_at)" \
+	" ELSE " HELD_DUE_AT " END FROM due" \
+	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key AND due.act" EQ "'r' RETURNING 1)" \
+	" SELECT (SELECT pg_catalog.count(*) FROM gone), (SELECT pg_catalog.count(*) FROM stale)," \
+	" (SELECT pg_catalog.count(*) FROM later)"
+
+/* What expiry does with a row due (of the version it locked): see above */
+#define EXPIRE_ACT \
+	"CASE WHEN expires_at" LE ":now AND (:reclaim OR status" NE "'processing') THEN 'd'" \
+	" WHEN :reclaim AND status" EQ "'processing' AND locked_until" LE ":now THEN 's'" \
+	" ELSE 'r' END"
 
 static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	/*
@@ -235,32 +259,23 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	"SELECT * FROM " KEYS WHERE_KEY,
 
 	/*
-	 * Expiry, one bounded batch at a time, each statement an index range
-	 * scan of due_at <= :now.  SKIP LOCKED: never wait behind a claim,
-	 * never touch a row a live transaction is using.
+	 * One batch of expiry: the first :batch_size rows due (an index range
+	 * scan of due_at <= :now), and when :reclaim the stale claims that
+	 * stale_policy = hold left (due_at = infinity), each locked (SKIP
+	 * LOCKED), read once and given what it needs: deleted (past
+	 * expires_at; a processing one only when :reclaim), expired (a stale
+	 * claim when :reclaim: failed, retryable, due at expires_at), or due
+	 * later (a claim's lease end, expires_at once settled, infinity for a
+	 * stale claim held).  Every row taken leaves the range it was found in,
+	 * so a batch costs what it changes whatever the backlog.  Returns the
+	 * rows deleted, expired and given a later due time.  Two statements, so
+	 * that under hold no plan looks at the held rows.
 	 */
-	[IDEM_STMT_EXPIRE_STALE] =
-	"UPDATE " KEYS " AS k SET status = 'failed', retryable = true,"
-	" locked_until = NULL, updated_at = :now, due_at = k.expires_at"
-	" FROM " DUE_ROWS("status" EQ "'processing' AND locked_until" LE ":now"),
-
-	/* processing rows past expires_at go too when :reclaim */
-	[IDEM_STMT_EXPIRE_DELETE] =
-	"DELETE FROM " KEYS " AS k USING "
-	DUE_ROWS("expires_at" LE ":now AND (:reclaim OR status" NE "'processing')"),
-
-	/*
-	 * Rows due that need nothing yet get their next due time: a claim's
-	 * lease end when it was extended, expires_at once it is completed or
-	 * failed (a key completed by idem_complete is due at its lease's end
-	 * first, so that complete could leave due_at as it was).  A stale claim
-	 * held under stale_policy = hold stays due, for when the policy changes.
-	 */
-	[IDEM_STMT_EXPIRE_REKEY] =
-	"UPDATE " KEYS " AS k SET due_at = CASE WHEN k.status" EQ "'processing'"
-	" THEN LEAST(k.locked_until, k.expires_at) ELSE k.expires_at END"
-	" FROM " DUE_ROWS("expires_at" GT ":now"
-					  " AND (status" NE "'processing' OR locked_until" GT ":now)"),
+	[IDEM_STMT_EXPIRE_DUE] = EXPIRE_DUE("due_now", ""),
+	[IDEM_STMT_EXPIRE_DUE_RECLAIM] = EXPIRE_DUE(
+		"due_now UNION ALL SELECT * FROM held LIMIT :batch_size",
+		" held AS (SELECT scope, key, " EXPIRE_ACT " AS act FROM " KEYS
+		" WHERE due_at" EQ HELD_DUE_AT " LIMIT :batch_size FOR UPDATE SKIP LOCKED),"),
 
 	/*
 	 * The key's lock, taken before a claim writes the key's row, held to the
@@ -468,6 +483,8 @@ StmtSql(IdemStmt stmt)
 {
 	if (!keys_have_due_at && stmt_sql_v02[stmt] != NULL)
 		return stmt_sql_v02[stmt];
+	if (stmt_sql[stmt] == NULL)
+		elog(ERROR, "statement %d has no text for this table's shape", (int) stmt);
 	return stmt_sql[stmt];
 }
 
