@@ -39,7 +39,7 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter
 #                            servers of their own from the installed
 #                            binaries (PROVE_TESTS=test/t/010_worker.pl: one)
 REGRESS = setup claim record hash guc input expire expire_backlog stats execute execute_hostile \
-	attack_interval attack_execute attack_dump plans large_response
+	attack_interval attack_execute attack_dump attack_lock_id plans large_response
 ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
 	attack_guard_index attack_guard_matview attack_guard_sequence attack_mapping_rule \

@@ -218,16 +218,20 @@ IdemClaimInit(void)
 }
 
 /*
- * The key's lock id: a 64-bit hash of the scope, then the key.  The id is
- * no secret (pg_locks shows it): on a plain server the lock is one SQL
- * cannot take (see LockKeyHere), and on Citus it must be the same on
- * every node.
+ * The key's lock id.  On a plain server, a keyed hash under a secret of
+ * this server (IdemKeyLockId), so that no role can compute another
+ * scope's key lock id, or a key of its own that shares one; pg_locks shows
+ * the id, and the lock is one SQL cannot take (see LockKeyHere).  On Citus
+ * the id must be the same on every node, which holds no shared secret: a
+ * 64-bit hash of the scope, then the key.
  */
 static int64
 KeyLockId(text *scope, text *key)
 {
 	uint64		h;
 
+	if (!IdemCitusPresent())
+		return IdemKeyLockId(scope, key);
 	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(scope),
 							VARSIZE_ANY_EXHDR(scope), CLAIM_LOCK_SEED);
 	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),

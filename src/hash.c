@@ -34,6 +34,8 @@
 #else
 #include "common/cryptohash.h"
 #endif
+#include "access/xlog.h"
+#include "catalog/pg_control.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -371,4 +373,112 @@ idem_request_hash_text(PG_FUNCTION_ARGS)
 	text	   *data = PG_GETARG_TEXT_PP(0);
 
 	PG_RETURN_BYTEA_P(Sha256Bytea(VARDATA_ANY(data), VARSIZE_ANY_EXHDR(data)));
+}
+
+/*
+ * Key lock ids.
+ *
+ * A claim's key lock (claim.c) is an advisory lock on a 64-bit id of
+ * (scope, key), and pg_locks shows every lock's id to every role.  With an
+ * id any role could compute, a tenant could find a key in its own scope
+ * whose id is another tenant's key's, and hold it to stall that tenant's
+ * claims.  So the id is SipHash-2-4 (a keyed function: without the key,
+ * no one can compute an id or find two inputs that share one) under a
+ * secret of this server: SHA-256 of a label and the random nonce initdb
+ * wrote to pg_control (the one SCRAM's mock authentication uses), which no
+ * SQL function shows.  Every backend of the server computes the same ids;
+ * a standby, which takes no key lock, has the same nonce.
+ */
+#define KEY_LOCK_LABEL "idempotency key lock"
+
+#define ROTL64(x, b)	(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND \
+	do { \
+		v0 += v1; v1 = ROTL64(v1, 13); v1 ^= v0; v0 = ROTL64(v0, 32); \
+		v2 += v3; v3 = ROTL64(v3, 16); v3 ^= v2; \
+		v0 += v3; v3 = ROTL64(v3, 21); v3 ^= v0; \
+		v2 += v1; v1 = ROTL64(v1, 17); v1 ^= v2; v2 = ROTL64(v2, 32); \
+	} while (0)
+
+/* Little-endian 64-bit word at p */
+static uint64
+Le64(const unsigned char *p)
+{
+	uint64		w = 0;
+
+	for (int i = 7; i >= 0; i--)
+		w = (w << 8) | p[i];
+	return w;
+}
+
+/* SipHash-2-4 of len bytes under the 128-bit key k0, k1 */
+static uint64
+SipHash24(uint64 k0, uint64 k1, const unsigned char *data, size_t len)
+{
+	uint64		v0 = k0 ^ UINT64CONST(0x736f6d6570736575);
+	uint64		v1 = k1 ^ UINT64CONST(0x646f72616e646f6d);
+	uint64		v2 = k0 ^ UINT64CONST(0x6c7967656e657261);
+	uint64		v3 = k1 ^ UINT64CONST(0x7465646279746573);
+	size_t		whole = len - len % 8;
+	uint64		last = (uint64) len << 56;
+
+	for (size_t i = 0; i < whole; i += 8)
+	{
+		uint64		m = Le64(data + i);
+
+		v3 ^= m;
+		SIPROUND;
+		SIPROUND;
+		v0 ^= m;
+	}
+	for (size_t i = whole; i < len; i++)
+		last |= (uint64) data[i] << (8 * (i - whole));
+	v3 ^= last;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= last;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/*
+ * The key lock id of (scope, key): SipHash-2-4 under this server's secret
+ * of the scope's length, the scope and the key.
+ */
+int64
+IdemKeyLockId(text *scope, text *key)
+{
+	static bool have_secret = false;
+	static uint64 k0,
+				k1;
+	uint32		scope_len = VARSIZE_ANY_EXHDR(scope);
+	size_t		key_len = VARSIZE_ANY_EXHDR(key);
+	size_t		len = sizeof(uint32) + scope_len + key_len;
+	unsigned char *buf;
+	uint64		id;
+
+	if (!have_secret)
+	{
+		char		seed[sizeof(KEY_LOCK_LABEL) + MOCK_AUTH_NONCE_LEN];
+		uint8		digest[PG_SHA256_DIGEST_LENGTH];
+
+		memcpy(seed, KEY_LOCK_LABEL, sizeof(KEY_LOCK_LABEL));
+		memcpy(seed + sizeof(KEY_LOCK_LABEL), GetMockAuthenticationNonce(), MOCK_AUTH_NONCE_LEN);
+		Sha256(seed, sizeof(seed), digest);
+		k0 = Le64(digest);
+		k1 = Le64(digest + 8);
+		have_secret = true;
+	}
+
+	buf = palloc(len);
+	memcpy(buf, &scope_len, sizeof(uint32));
+	memcpy(buf + sizeof(uint32), VARDATA_ANY(scope), scope_len);
+	memcpy(buf + sizeof(uint32) + scope_len, VARDATA_ANY(key), key_len);
+	id = SipHash24(k0, k1, buf, len);
+	pfree(buf);
+	return (int64) id;
 }

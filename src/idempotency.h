@@ -286,6 +286,7 @@ extern void IdemCitusNoteLocal(bool wrote);
 
 /* hash.c */
 extern PGDLLEXPORT bytea *IdemHashJsonb(Datum jsonb);	/* also bench/floor's */
+extern int64 IdemKeyLockId(text *scope, text *key);
 
 /* expire.c */
 typedef struct IdemExpireResult
