@@ -15,7 +15,7 @@ OBJS = \
 	src/worker.o \
 	src/guard.o
 DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql idempotency--0.2.0.sql \
-       idempotency--0.2.0--0.3.0.sql idempotency--0.3.0.sql
+       idempotency--0.2.0--0.3.0.sql idempotency--0.3.0.sql idempotency--0.3.0--0.4.0.sql
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 
 # Every build warns the same (make, test/run.sh, bench/run.sh, pg_buildext):

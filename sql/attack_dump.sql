@@ -29,3 +29,23 @@ COMMIT;
 SELECT count(*) AS stored, max(length(response::text)) > 100000000 AS text_over_100mb
 FROM idempotency_keys WHERE scope = 'attack';
 DELETE FROM idempotency_keys WHERE scope = 'attack';
+
+-- the table refuses the same (its CHECK constraint), to a role that writes
+-- it directly: a tenant holds UPDATE, since the functions run as the caller
+-- (terse: the failing row's times differ from run to run)
+\set VERBOSITY terse
+SELECT outcome FROM idem_claim('direct', NULL, 'attack');
+UPDATE idempotency_keys SET response = (SELECT jsonb_agg('1e131071'::numeric) FROM generate_series(1, 2100))
+WHERE scope = 'attack' AND key = 'direct';
+\echo :LAST_ERROR_SQLSTATE
+-- and a recovery point past 256 MB, through idem_checkpoint or directly
+SELECT idem_checkpoint('direct', repeat('x', 256 * 1024 * 1024 + 1), 'attack',
+                       (SELECT token FROM idempotency_keys WHERE scope = 'attack' AND key = 'direct'));
+\echo :LAST_ERROR_SQLSTATE
+UPDATE idempotency_keys SET recovery_point = repeat('x', 256 * 1024 * 1024 + 1)
+WHERE scope = 'attack' AND key = 'direct';
+\echo :LAST_ERROR_SQLSTATE
+SELECT response IS NULL AND recovery_point IS NULL AS unchanged
+FROM idempotency_keys WHERE scope = 'attack' AND key = 'direct';
+DELETE FROM idempotency_keys WHERE scope = 'attack';
+\set VERBOSITY default

@@ -152,36 +152,41 @@ AppendSeparator(StringInfo buf)
 /* Decimal exponents written out in full (numeric_normalize's form) */
 #define NUMBER_PLAIN_EXPONENT	32
 
-/*
- * Append a JSON number in canonical form (see the top of the file), in
- * time and memory proportional to its stored digits.
- */
+/* A numeric as stored: sign, weight, display scale, base-10000 digits */
+typedef struct StoredNumber
+{
+	bool		special;		/* NaN or an infinity */
+	bool		neg;
+	int			weight;
+	int			dscale;
+	int			ndigits;
+	const char *digits;			/* int16 each, maybe unaligned */
+} StoredNumber;
+
+#define NUMBER_SHORT_DSCALE_MASK	0x1F80
+#define NUMBER_SHORT_DSCALE_SHIFT	7
+#define NUMBER_DSCALE_MASK			0x3FFF
+
 static void
-AppendNumber(StringInfo buf, Numeric num)
+DecodeNumber(Numeric num, StoredNumber *n)
 {
 	const char *data = VARDATA_ANY(num);
 	int			len = VARSIZE_ANY_EXHDR(num);
 	uint16		header;
-	int			weight;
-	int			ndigits;
-	bool		neg;
-	char	   *digits;
-	int			n = 0;
-	int			first = 0;		/* decimal digits of the first digit */
-	int			exponent;
 
 	memcpy(&header, data, sizeof(uint16));
+	memset(n, 0, sizeof(StoredNumber));
 	if ((header & NUMBER_SIGN_MASK) == NUMBER_SPECIAL)
 	{
-		/* NaN and infinities: no JSON number is one */
-		appendStringInfoString(buf, numeric_normalize(num));
+		n->special = true;
 		return;
 	}
 	if (header & NUMBER_SHORT)
 	{
-		neg = (header & NUMBER_SHORT_SIGN) != 0;
-		weight = (header & NUMBER_SHORT_WEIGHT_MASK) -
+		n->neg = (header & NUMBER_SHORT_SIGN) != 0;
+		n->weight = (header & NUMBER_SHORT_WEIGHT_MASK) -
 			((header & NUMBER_SHORT_WEIGHT_SIGN) ? NUMBER_SHORT_WEIGHT_MASK + 1 : 0);
+		n->dscale = (header & NUMBER_SHORT_DSCALE_MASK) >> NUMBER_SHORT_DSCALE_SHIFT;
 		data += sizeof(uint16);
 		len -= sizeof(uint16);
 	}
@@ -189,44 +194,94 @@ AppendNumber(StringInfo buf, Numeric num)
 	{
 		int16		w;
 
-		neg = (header & NUMBER_SIGN_MASK) == NUMBER_NEG;
+		n->neg = (header & NUMBER_SIGN_MASK) == NUMBER_NEG;
+		n->dscale = header & NUMBER_DSCALE_MASK;
 		memcpy(&w, data + sizeof(uint16), sizeof(int16));
-		weight = w;
+		n->weight = w;
 		data += 2 * sizeof(uint16);
 		len -= 2 * sizeof(uint16);
 	}
-	ndigits = len / (int) sizeof(int16);
-	if (ndigits == 0)
+	n->ndigits = len / (int) sizeof(int16);
+	n->digits = data;
+}
+
+/* The i-th base-10000 digit */
+static int
+NumberDigit(const StoredNumber *n, int i)
+{
+	int16		d;
+
+	memcpy(&d, n->digits + i * sizeof(int16), sizeof(int16));
+	return d;
+}
+
+/* Decimal digits of a base-10000 digit (1 to 4; 1 for 0) */
+static int
+DigitWidth(int d)
+{
+	return d >= 1000 ? 4 : d >= 100 ? 3 : d >= 10 ? 2 : 1;
+}
+
+/*
+ * The length of numeric_out's text of num (what jsonb_out writes for a
+ * number), from its stored form: without writing it.
+ */
+Size
+IdemNumericTextLength(Numeric num)
+{
+	StoredNumber n;
+
+	DecodeNumber(num, &n);
+	if (n.special)
+		return strlen(numeric_normalize(num));
+	return (n.neg ? 1 : 0) +
+		(n.ndigits == 0 || n.weight < 0 ? 1 :
+		 (Size) n.weight * 4 + DigitWidth(NumberDigit(&n, 0))) +
+		(n.dscale > 0 ? 1 + (Size) n.dscale : 0);
+}
+
+/*
+ * Append a JSON number in canonical form (see the top of the file), in
+ * time and memory proportional to its stored digits.
+ */
+static void
+AppendNumber(StringInfo buf, Numeric num)
+{
+	StoredNumber n;
+	char	   *digits;
+	int			len = 0;
+	int			exponent;
+
+	DecodeNumber(num, &n);
+	if (n.special)
+	{
+		/* NaN and infinities: no JSON number is one */
+		appendStringInfoString(buf, numeric_normalize(num));
+		return;
+	}
+	if (n.ndigits == 0)
 	{
 		appendStringInfoChar(buf, '0');
 		return;
 	}
 
 	/* the decimal digits, the first one nonzero, trailing zeros dropped */
-	digits = palloc(ndigits * 4 + 1);
-	for (int i = 0; i < ndigits; i++)
-	{
-		int16		d;
+	digits = palloc(n.ndigits * 4 + 1);
+	for (int i = 0; i < n.ndigits; i++)
+		len += sprintf(digits + len, i == 0 ? "%d" : "%04d", NumberDigit(&n, i));
+	exponent = n.weight * 4 + DigitWidth(NumberDigit(&n, 0)) - 1;	/* of the first */
+	while (len > 1 && digits[len - 1] == '0')
+		len--;
 
-		memcpy(&d, data + i * sizeof(int16), sizeof(int16));
-		if (i == 0)
-			n = first = sprintf(digits, "%d", (int) d);
-		else
-			n += sprintf(digits + n, "%04d", (int) d);
-	}
-	exponent = weight * 4 + first - 1;	/* of the first decimal digit */
-	while (n > 1 && digits[n - 1] == '0')
-		n--;
-
-	if (neg)
+	if (n.neg)
 		appendStringInfoChar(buf, '-');
 	if (exponent > NUMBER_PLAIN_EXPONENT || exponent < -NUMBER_PLAIN_EXPONENT)
 	{
 		appendStringInfoChar(buf, digits[0]);
-		if (n > 1)
+		if (len > 1)
 		{
 			appendStringInfoChar(buf, '.');
-			appendBinaryStringInfo(buf, digits + 1, n - 1);
+			appendBinaryStringInfo(buf, digits + 1, len - 1);
 		}
 		appendStringInfo(buf, "e%d", exponent);
 	}
@@ -235,13 +290,13 @@ AppendNumber(StringInfo buf, Numeric num)
 		/* integer part, padded with zeros; then the fraction, if any */
 		int			whole = exponent + 1;
 
-		appendBinaryStringInfo(buf, digits, Min(n, whole));
-		for (int i = n; i < whole; i++)
+		appendBinaryStringInfo(buf, digits, Min(len, whole));
+		for (int i = len; i < whole; i++)
 			appendStringInfoChar(buf, '0');
-		if (n > whole)
+		if (len > whole)
 		{
 			appendStringInfoChar(buf, '.');
-			appendBinaryStringInfo(buf, digits + whole, n - whole);
+			appendBinaryStringInfo(buf, digits + whole, len - whole);
 		}
 	}
 	else
@@ -249,7 +304,7 @@ AppendNumber(StringInfo buf, Numeric num)
 		appendStringInfoString(buf, "0.");
 		for (int i = -1; i > exponent; i--)
 			appendStringInfoChar(buf, '0');
-		appendBinaryStringInfo(buf, digits, n);
+		appendBinaryStringInfo(buf, digits, len);
 	}
 	pfree(digits);
 }

@@ -16,6 +16,7 @@
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
 #include "utils/elog.h"
+#include "utils/numeric.h"
 
 /*
  * SQLSTATEs of our own, class "IK" (implementation-defined classes start
@@ -26,6 +27,7 @@
 #define ERRCODE_IDEM_NOT_PROCESSING		MAKE_SQLSTATE('I','K','0','0','3')
 #define ERRCODE_IDEM_KEY_NOT_FOUND		MAKE_SQLSTATE('I','K','0','0','4')
 #define ERRCODE_IDEM_TOKEN_REQUIRED		MAKE_SQLSTATE('I','K','0','0','5')
+#define ERRCODE_IDEM_ROW_SECURITY_MISSING	MAKE_SQLSTATE('I','K','0','0','6')
 
 /*
  * A write that took longer than this was held up by a lock, and the times
@@ -218,6 +220,7 @@ extern void IdemCheckInterval(Interval *iv, const char *what, TimestampTz now,
 							  text *key, text *scope);
 extern int	IdemErrdetailKey(text *key, text *scope);
 extern void IdemCheckResponse(Datum response, text *key, text *scope);
+extern void IdemCheckRecoveryPoint(text *recovery_point, text *key, text *scope);
 
 /* claim.c: columns of idem_claim's (and idem_execute's) result */
 enum
@@ -287,6 +290,7 @@ extern void IdemCitusNoteLocal(bool wrote);
 /* hash.c */
 extern PGDLLEXPORT bytea *IdemHashJsonb(Datum jsonb);	/* also bench/floor's */
 extern int64 IdemKeyLockId(text *scope, text *key);
+extern Size IdemNumericTextLength(Numeric num);
 
 /* expire.c */
 typedef struct IdemExpireResult

@@ -282,6 +282,8 @@ idem_checkpoint(PG_FUNCTION_ARGS)
 	GetHolderCall(fcinfo, "idem_checkpoint", 0, 2, 3, &call);
 	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(GetCurrentTimestamp()));
 	ArgOrNull(&args, IDEM_PARAM_RECOVERY_POINT, fcinfo, 1);
+	if (!PG_ARGISNULL(1))
+		IdemCheckRecoveryPoint(PG_GETARG_TEXT_PP(1), call.key, call.scope);
 
 	pin = IdemConnect();
 	ExecuteHolderCall(&call, IDEM_STMT_CHECKPOINT, &args);

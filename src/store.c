@@ -529,6 +529,44 @@ IdemKeysRelid(Oid nspid)
 }
 
 /*
+ * Refuse to run when row level security policies are recorded for
+ * idempotency_keys (idempotency_row_security, 0.4.0 on) but the table's
+ * row level security is off: a restore that did not put them back (see
+ * idem_restore_row_security) would let every tenant read every other's
+ * keys.  Checked when the table's relcache entry is new, which ENABLE and
+ * DISABLE ROW LEVEL SECURITY and every policy change make it.  Called
+ * inside SPI.
+ */
+static void
+CheckRowSecurityInPlace(Oid nspid, Oid relid)
+{
+	Oid			saved = get_relname_relid("idempotency_row_security", nspid);
+	HeapTuple	tup;
+	bool		enabled;
+	char	   *sql;
+
+	if (!OidIsValid(saved))
+		return;					/* a schema before 0.4.0 */
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	enabled = ((Form_pg_class) GETSTRUCT(tup))->relrowsecurity;
+	ReleaseSysCache(tup);
+	if (enabled)
+		return;
+	sql = psprintf("SELECT 1 FROM %s.idempotency_row_security LIMIT 1",
+				   quote_identifier(get_namespace_name(nspid)));
+	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read idempotency_row_security");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEM_ROW_SECURITY_MISSING),
+				 errmsg("row level security of idempotency_keys is not in place"),
+				 errdetail("Policies are recorded in idempotency_row_security, but row level security is disabled on idempotency_keys."),
+				 errhint("As the table's owner, run SELECT idem_restore_row_security(); or, to run without the policies, delete their rows from idempotency_row_security.")));
+}
+
+/*
  * Is Citus installed in this database (its pg_dist_local_group is there)?
  * Looked up again after any change to pg_class's names (CREATE and DROP
  * EXTENSION citus make one); asked several times a call, and on a server
@@ -692,6 +730,8 @@ IdemKeysHaveDueAt(Oid nspid)
 		Oid			relid = IdemKeysRelid(nspid);
 		bool		has = get_attnum(relid, "due_at") != InvalidAttrNumber;
 		int			options = PlanOptionsNow();
+
+		CheckRowSecurityInPlace(nspid, relid);
 
 		if (has != keys_have_due_at || options != plans_options)
 			FreePlans();
@@ -1706,14 +1746,7 @@ ScalarTextBound(JsonbValue *v)
 			}
 			return n;
 		case jbvNumeric:
-			{
-				char	   *str = DatumGetCString(DirectFunctionCall1(numeric_out,
-																	  NumericGetDatum(v->val.numeric)));
-
-				n = strlen(str);
-				pfree(str);
-				return n;
-			}
+			return IdemNumericTextLength(v->val.numeric);
 		case jbvBool:
 			return 5;
 		default:
@@ -1722,13 +1755,11 @@ ScalarTextBound(JsonbValue *v)
 }
 
 /*
- * Refuse a response whose text form would be longer than
- * IDEM_MAX_RESPONSE_TEXT, counted without writing it (and without counting
- * further than that): a row pg_dump cannot write would break every
- * tenant's backup.
+ * Would the response's text form be longer than IDEM_MAX_RESPONSE_TEXT?
+ * Counted without writing it, and without counting further than that.
  */
-void
-IdemCheckResponse(Datum response, text *key, text *scope)
+static bool
+ResponseTooLong(Datum response)
 {
 	Jsonb	   *jb;
 	JsonbIterator *it;
@@ -1737,7 +1768,7 @@ IdemCheckResponse(Datum response, text *key, text *scope)
 	Size		len = 0;
 
 	if (toast_raw_datum_size(response) <= IDEM_RESPONSE_CHECK_BYTES)
-		return;
+		return false;
 	jb = DatumGetJsonbP(response);
 	it = JsonbIteratorInit(&jb->root);
 	while (len <= IDEM_MAX_RESPONSE_TEXT &&
@@ -1748,7 +1779,18 @@ IdemCheckResponse(Datum response, text *key, text *scope)
 		if (tok == WJB_KEY || tok == WJB_VALUE || tok == WJB_ELEM)
 			len += ScalarTextBound(&v);
 	}
-	if (len > IDEM_MAX_RESPONSE_TEXT)
+	return len > IDEM_MAX_RESPONSE_TEXT;
+}
+
+/*
+ * Refuse a response whose text form would be longer than
+ * IDEM_MAX_RESPONSE_TEXT: a row pg_dump cannot write would break every
+ * tenant's backup.
+ */
+void
+IdemCheckResponse(Datum response, text *key, text *scope)
+{
+	if (ResponseTooLong(response))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("response is too large to store"),
@@ -1756,6 +1798,37 @@ IdemCheckResponse(Datum response, text *key, text *scope)
 						   IdemKeyForMessage(key), IdemKeyForMessage(scope),
 						   IDEM_MAX_RESPONSE_TEXT / (1024 * 1024)),
 				 errhint("Store a reference to the body, or a digest of it, instead.")));
+}
+
+/* The same for a recovery point */
+void
+IdemCheckRecoveryPoint(text *recovery_point, text *key, text *scope)
+{
+	if (toast_raw_datum_size(PointerGetDatum(recovery_point)) > IDEM_MAX_RESPONSE_TEXT)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("recovery point is too large to store"),
+				 errdetail("The recovery point for key \"%s\" in scope \"%s\" is longer than %d MB; pg_dump writes each row in one piece of at most 1 GB.",
+						   IdemKeyForMessage(key), IdemKeyForMessage(scope),
+						   IDEM_MAX_RESPONSE_TEXT / (1024 * 1024)),
+				 errhint("Store a reference to the state, or a digest of it, instead.")));
+}
+
+/*
+ * idem_row_storable(response, recovery_point): idempotency_keys' CHECK
+ * constraint, so that a role writing the table directly cannot store what
+ * the functions refuse (a row pg_dump could not write).
+ */
+PG_FUNCTION_INFO_V1(idem_row_storable);
+Datum
+idem_row_storable(PG_FUNCTION_ARGS)
+{
+	if (!PG_ARGISNULL(0) && ResponseTooLong(PG_GETARG_DATUM(0)))
+		PG_RETURN_BOOL(false);
+	if (!PG_ARGISNULL(1) &&
+		toast_raw_datum_size(PG_GETARG_DATUM(1)) > IDEM_MAX_RESPONSE_TEXT)
+		PG_RETURN_BOOL(false);
+	PG_RETURN_BOOL(true);
 }
 
 /* The longest lease or retention: a century, far inside timestamptz's range */

@@ -21,7 +21,7 @@
 
 BEGIN;
 
-SELECT plan(89);
+SELECT plan(93);
 
 /* ---- PUBLIC ---- */
 
@@ -135,6 +135,17 @@ SELECT function_privs_are('idem_table_bytes', ARRAY[]::name[],
                           'idempotency_admin', ARRAY['EXECUTE'], 'idempotency_admin may call idem_table_bytes (for idempotency_stats)');
 SELECT function_privs_are('idem_table_bytes', ARRAY[]::name[],
                           'idempotency_app', ARRAY[]::name[], 'idempotency_app may NOT call idem_table_bytes');
+
+/* ---- row level security kept for pg_dump: the owner's alone ---- */
+
+SELECT function_privs_are('idem_save_row_security', ARRAY[]::name[],
+                          'idempotency_admin', ARRAY[]::name[], 'idempotency_admin may NOT record policies');
+SELECT function_privs_are('idem_restore_row_security', ARRAY[]::name[],
+                          'idempotency_admin', ARRAY[]::name[], 'idempotency_admin may NOT put policies on the table');
+SELECT table_privs_are('idempotency_row_security', 'idempotency_app', ARRAY['SELECT'],
+                       'idempotency_app may only read the recorded policies (the key functions check them)');
+SELECT table_privs_are('idempotency_row_security', 'public', ARRAY[]::name[],
+                       'PUBLIC has no privilege on the recorded policies');
 
 /* ---- calls as real roles ---- */
 

@@ -19,7 +19,7 @@
 
 BEGIN;
 
-SELECT plan(132);
+SELECT plan(137);
 
 /* ---- the table ---- */
 
@@ -98,6 +98,15 @@ FROM pg_extension WHERE extname = 'idempotency';
 SELECT ok('idempotency_token_seq'::regclass::oid = ANY (extconfig),
           'idempotency_token_seq is marked for pg_dump, so tokens are never reused after a restore')
 FROM pg_extension WHERE extname = 'idempotency';
+SELECT ok('idempotency_row_security'::regclass::oid = ANY (extconfig),
+          'idempotency_row_security is marked for pg_dump, so the policies it records come back')
+FROM pg_extension WHERE extname = 'idempotency';
+SELECT has_trigger('idempotency_row_security', 'idempotency_row_security_restored',
+                   'restoring idempotency_row_security puts its policies back (trigger)');
+SELECT has_function('idem_save_row_security', ARRAY[]::name[], 'idem_save_row_security() exists');
+SELECT has_function('idem_restore_row_security', ARRAY[]::name[], 'idem_restore_row_security() exists');
+SELECT col_has_check('idempotency_keys', ARRAY['response', 'recovery_point'],
+                     'idempotency_keys refuses a response or recovery point pg_dump could not write');
 SELECT is(extcondition[array_position(extconfig, 'idempotency_keys'::regclass::oid)], '',
           'pg_dump keeps every key row (no filter)')
 FROM pg_extension WHERE extname = 'idempotency';
@@ -128,8 +137,8 @@ SELECT has_function('idem_execute', ARRAY['text', 'jsonb', 'text', 'integer', 't
     'idem_execute(key, request, scope, success_code, query, VARIADIC args) exists');
 SELECT has_function('idem_execute', ARRAY['text', 'jsonb', 'text', 'integer', 'text'],
     'idem_execute(key, request, scope, success_code, query) exists');
-SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'idempotency'), '0.3.0',
-    'the default version is 0.3.0');
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'idempotency'), '0.4.0',
+    'the default version is 0.4.0');
 
 SELECT function_returns('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
                         'record', 'idem_claim returns a record (OUT parameters)');

@@ -135,7 +135,7 @@ SELECT lives_ok('CREATE EXTENSION idempotency',
 SELECT is((SELECT count(*) FROM public.sec_install_calls), 0::bigint,
           'the install script called none of them');
 SELECT is((SELECT count(*) FROM pg_extension e, LATERAL unnest(e.extconfig) c WHERE e.extname = 'idempotency'),
-          2::bigint, 'the install registered its table and sequence with pg_catalog''s pg_extension_config_dump');
+          3::bigint, 'the install registered its tables and sequence with pg_catalog''s pg_extension_config_dump');
 ROLLBACK TO SAVEPOINT reinstall;
 
 SAVEPOINT reinstall;

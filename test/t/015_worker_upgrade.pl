@@ -26,6 +26,14 @@ $old->safe_psql('postgres', q{
     INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
     SELECT 'live', 'k' || i, 'completed', nextval('idempotency_token_seq'), now(), now(), now() + interval '1 day'
     FROM generate_series(1, 10) i;
+    -- tenant isolation (docs/security.md), which pg_upgrade must keep
+    CREATE ROLE tenant_a IN ROLE idempotency_app;
+    ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;
+    CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
+        USING (scope = current_user) WITH CHECK (scope = current_user);
+    CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin USING (true) WITH CHECK (true);
+    SELECT idem_save_row_security();
 });
 $old->stop;
 
@@ -61,6 +69,16 @@ ok($new->poll_query_until('postgres',
     q{SELECT count(*) FILTER (WHERE scope = 'due') = 0 AND count(*) FILTER (WHERE scope = 'live') = 10
       FROM idempotency_keys}),
     'and the worker expires the rows that came across, leaving live ones');
+
+# tenant isolation came across: tenant A sees no other scope's keys, and
+# cannot claim one
+is($new->safe_psql('postgres', q{SELECT relrowsecurity AND relforcerowsecurity FROM pg_class WHERE relname = 'idempotency_keys'}),
+    't', 'row level security is on after pg_upgrade');
+my ($rc, $out, $err) = $new->psql('postgres', q{SET ROLE tenant_a;
+    SELECT 'seen ' || count(*) FROM idempotency_keys;
+    SELECT outcome FROM idem_claim('k1', NULL, 'live');});
+like("$out|$err", qr/^seen 0\|.*new row violates row-level security policy/s,
+    'after pg_upgrade a tenant sees no other scope and cannot claim its keys');
 
 $new->stop;
 done_testing();

@@ -59,6 +59,28 @@ is($standby->safe_psql('postgres',
 is($standby->safe_psql('postgres', q{SELECT status FROM idem_lookup('cross', 'm')}),
 	'processing', 'a committed claim is on the standby');
 
+# -- tenant isolation (docs/security.md) holds on the standby: a tenant
+# reading there sees only its own scope
+$primary->safe_psql('postgres', q{
+	CREATE ROLE m2 IN ROLE idempotency_app;
+	ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
+	ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;
+	CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
+	    USING (scope = current_user) WITH CHECK (scope = current_user);
+	CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin USING (true) WITH CHECK (true);
+	SELECT idem_save_row_security();});
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', q{SET ROLE m2;
+	SELECT count(*) FROM idempotency_keys WHERE scope = 'm';
+	SELECT count(*) FROM idem_lookup('k1', 'm');}),
+	"0\n0", 'on the standby a tenant sees no other scope\'s keys');
+$primary->safe_psql('postgres', q{
+	DELETE FROM idempotency_row_security;
+	DROP POLICY tenant_scope ON idempotency_keys;
+	DROP POLICY admin_all ON idempotency_keys;
+	ALTER TABLE idempotency_keys NO FORCE ROW LEVEL SECURITY;
+	ALTER TABLE idempotency_keys DISABLE ROW LEVEL SECURITY;});
+
 # -- a claim on the standby is refused as read-only, lookups work
 my ($ret, $out, $err) = $standby->psql('postgres',
 	q{SELECT * FROM idem_claim('k2', NULL, 'm')},

@@ -76,5 +76,95 @@ foreach my $db ('restored', 'restored_plain')
 		't', "$db: privileges are kept");
 }
 
+# Tenant isolation survives every dump and restore: the recipe of
+# docs/security.md (row level security, one scope per role), saved with
+# idem_save_row_security(); after the restore, tenant A attacks B's keys.
+$node->safe_psql('postgres', 'CREATE DATABASE tenants');
+$node->safe_psql('tenants', q{
+	CREATE EXTENSION idempotency;
+	CREATE ROLE tenant_a LOGIN IN ROLE idempotency_app;
+	CREATE ROLE tenant_b LOGIN IN ROLE idempotency_app;
+	ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
+	ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;
+	CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
+	    USING (scope = current_user) WITH CHECK (scope = current_user);
+	CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin USING (true) WITH CHECK (true);
+	SELECT idem_save_row_security();
+	SET ROLE tenant_b;
+	BEGIN;
+	SELECT idem_claim('b-pay', '{"amount": 9}', 'tenant_b');
+	SELECT idem_complete('b-pay', 201, '{"payment_id": 99}', 'tenant_b');
+	COMMIT;
+	RESET ROLE;
+});
+
+# tenant A's attack on B's key, in a database: what A sees and changes
+sub attack
+{
+	my ($n, $db) = @_;
+	my ($rc, $out, $err) = $n->psql($db, q{
+		SET ROLE tenant_a;
+		SELECT 'seen ' || count(*) FROM idempotency_keys WHERE scope = 'tenant_b';
+		UPDATE idempotency_keys SET response = '{"payment_id": 1}' WHERE scope = 'tenant_b';
+		SELECT 'looked up ' || count(*) FROM idem_lookup('b-pay', 'tenant_b');
+		SELECT outcome FROM idem_claim('b-pay', '{"amount": 9}', 'tenant_b');});
+	return "$out|$err";
+}
+like(attack($node, 'tenants'), qr/^seen 0\nlooked up 0\|.*new row violates row-level security policy/s,
+	'tenants: A neither sees, changes nor claims B\'s key');
+
+my $tdump = $node->basedir . '/tenants.dump';
+$node->command_ok([ 'pg_dump', '-Fc', '-f', $tdump, '-d', $node->connstr('tenants') ], 'pg_dump -Fc tenants');
+$node->safe_psql('postgres', 'CREATE DATABASE tenants_restored');
+$node->command_ok([ 'pg_restore', '-d', $node->connstr('tenants_restored'), $tdump ], 'pg_restore tenants');
+my $tplain = $node->basedir . '/tenants.sql';
+$node->command_ok([ 'pg_dump', '-f', $tplain, '-d', $node->connstr('tenants') ], 'pg_dump plain tenants');
+$node->safe_psql('postgres', 'CREATE DATABASE tenants_plain');
+$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $tplain, '-d', $node->connstr('tenants_plain') ],
+	'psql restores the plain dump of tenants');
+
+# pg_dumpall into a new cluster, roles and all
+my $all = $node->basedir . '/all.sql';
+$node->command_ok([ 'pg_dumpall', '-f', $all, '-h', $node->host, '-p', $node->port ], 'pg_dumpall');
+my $other = PostgreSQL::Test::Cluster->new('dumpall');
+$other->init;
+$other->append_conf('postgresql.conf', "shared_preload_libraries = 'idempotency'");
+$other->start;
+$other->command_ok([ 'psql', '-X', '-q', '-f', $all, '-d', $other->connstr('postgres') ],
+	'psql restores pg_dumpall into a new cluster');
+
+foreach my $target ([ $node, 'tenants_restored' ], [ $node, 'tenants_plain' ], [ $other, 'tenants' ])
+{
+	my ($n, $db) = @$target;
+	my $where = ($n == $other ? 'pg_dumpall: ' : '') . $db;
+	is($n->safe_psql($db, q{SELECT relrowsecurity AND relforcerowsecurity FROM pg_class WHERE relname = 'idempotency_keys'}),
+		't', "$where: row level security is on");
+	is($n->safe_psql($db, q{SELECT string_agg(polname, ' ' ORDER BY polname) FROM pg_policy
+		WHERE polrelid = 'idempotency_keys'::regclass}), 'admin_all tenant_scope', "$where: the policies are back");
+	like(attack($n, $db), qr/^seen 0\nlooked up 0\|.*new row violates row-level security policy/s,
+		"$where: A neither sees, changes nor claims B's key");
+	is($n->safe_psql($db, q{SET ROLE tenant_b;
+		SELECT outcome || ' ' || response FROM idem_claim('b-pay', '{"amount": 9}', 'tenant_b')}),
+		'replay {"payment_id": 99}', "$where: B's key replays B's response");
+}
+
+# A restore that skips the trigger (a data-only restore with
+# --disable-triggers into a schema restored apart) fails closed: the key
+# functions refuse to run until the policies are back.
+$node->safe_psql('postgres', 'CREATE DATABASE tenants_split');
+$node->command_ok([ 'pg_restore', '--schema-only', '-d', $node->connstr('tenants_split'), $tdump ],
+	'pg_restore --schema-only');
+$node->command_ok([ 'pg_restore', '--data-only', '--disable-triggers', '-d', $node->connstr('tenants_split'), $tdump ],
+	'pg_restore --data-only --disable-triggers');
+my ($rc, $out, $err) = $node->psql('tenants_split',
+	q{SET ROLE tenant_a; SELECT outcome FROM idem_claim('b-pay', '{"amount": 9}', 'tenant_b')});
+like($err, qr/row level security of idempotency_keys is not in place/,
+	'tenants_split: with the policies recorded but not in place, the key functions refuse (IK006)');
+is($node->safe_psql('tenants_split', 'SELECT idem_restore_row_security()'), '2',
+	'tenants_split: idem_restore_row_security() puts both policies back');
+like(attack($node, 'tenants_split'), qr/^seen 0\nlooked up 0\|.*new row violates row-level security policy/s,
+	'tenants_split: then A neither sees, changes nor claims B\'s key');
+
+$other->stop;
 $node->stop;
 done_testing();

@@ -1,0 +1,162 @@
+/* idempotency--0.3.0--0.4.0.sql: row level security that survives pg_dump */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "ALTER EXTENSION idempotency UPDATE TO '0.4.0'" to load this file. \quit
+
+/*
+ * idempotency_keys is a member of the extension, so pg_dump writes neither
+ * its ENABLE / FORCE ROW LEVEL SECURITY nor its policies: after a dump and
+ * restore, every tenant read every other tenant's keys.  The policies are
+ * kept here instead, in a configuration table whose rows pg_dump does
+ * write (pg_extension_config_dump): idem_save_row_security() records the
+ * table's policies, and restoring the rows puts them back on the table
+ * (the trigger below: the restore's COPY inserts them).  Until they are
+ * back, the key functions refuse to run (IK006), so a restore that skipped
+ * the trigger (pg_restore --disable-triggers) fails closed.
+ */
+CREATE TABLE idempotency_row_security (
+    policy     name    PRIMARY KEY,
+    permissive boolean NOT NULL,
+    command    text    NOT NULL CHECK (command IN ('ALL', 'SELECT', 'INSERT', 'UPDATE', 'DELETE')),
+    roles      name[]  NOT NULL,
+    using_expr text,
+    check_expr text
+);
+COMMENT ON TABLE idempotency_row_security IS
+    'The row level security policies of idempotency_keys, kept for pg_dump (idem_save_row_security)';
+SELECT pg_catalog.pg_extension_config_dump('idempotency_row_security', '');
+REVOKE ALL ON TABLE idempotency_row_security FROM PUBLIC;
+-- the key functions read it, as the caller, to see that the policies are in place
+GRANT SELECT ON TABLE idempotency_row_security TO idempotency_app;
+
+/*
+ * Put the policies recorded in idempotency_row_security on idempotency_keys:
+ * ENABLE and FORCE ROW LEVEL SECURITY, and each policy of that name the
+ * table lacks.  Returns the policies created.  Policies the table has are
+ * left as they are.  The table's owner (or a superuser) runs it.
+ */
+CREATE FUNCTION idem_restore_row_security()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $idem_restore_row_security$
+DECLARE
+    keys regclass := '@extschema@.idempotency_keys'::regclass;
+    p record;
+    made integer := 0;
+BEGIN
+    IF NOT EXISTS (SELECT FROM @extschema@.idempotency_row_security) THEN
+        RETURN 0;
+    END IF;
+    EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', keys);
+    EXECUTE format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', keys);
+    FOR p IN SELECT * FROM @extschema@.idempotency_row_security ORDER BY policy LOOP
+        CONTINUE WHEN EXISTS (SELECT FROM pg_policy WHERE polrelid OPERATOR(pg_catalog.=) keys
+                                                      AND polname OPERATOR(pg_catalog.=) p.policy);
+        EXECUTE format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', p.policy, keys,
+                       CASE WHEN p.permissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END, p.command,
+                       (SELECT string_agg(CASE WHEN r OPERATOR(pg_catalog.=) 'public' THEN 'PUBLIC'
+                                               ELSE quote_ident(r) END, ', ')
+                          FROM unnest(p.roles) AS r),
+                       CASE WHEN p.using_expr IS NOT NULL THEN ' USING (' || p.using_expr || ')' ELSE '' END,
+                       CASE WHEN p.check_expr IS NOT NULL THEN ' WITH CHECK (' || p.check_expr || ')' ELSE '' END);
+        made := made + 1;
+    END LOOP;
+    RETURN made;
+END
+$idem_restore_row_security$;
+COMMENT ON FUNCTION idem_restore_row_security() IS
+    'Puts the policies recorded in idempotency_row_security back on idempotency_keys (after a restore)';
+REVOKE ALL ON FUNCTION idem_restore_row_security() FROM PUBLIC;
+
+/*
+ * Record idempotency_keys' policies in idempotency_row_security, replacing
+ * what it held; returns the policies recorded.  Run it after every change
+ * of the policies.  The expressions are written as pg_get_expr writes
+ * them with only pg_catalog on the search path, so every name in them is
+ * schema-qualified.
+ */
+CREATE FUNCTION idem_save_row_security()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $idem_save_row_security$
+DECLARE
+    saved integer;
+BEGIN
+    IF NOT (SELECT relrowsecurity FROM pg_class WHERE oid OPERATOR(pg_catalog.=) '@extschema@.idempotency_keys'::regclass) THEN
+        RAISE EXCEPTION 'row level security is not enabled on idempotency_keys'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Enable it and create the policies first (docs/security.md), then save them.';
+    END IF;
+    DELETE FROM @extschema@.idempotency_row_security;
+    INSERT INTO @extschema@.idempotency_row_security (policy, permissive, command, roles, using_expr, check_expr)
+    SELECT p.polname, p.polpermissive,
+           CASE p.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
+                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+           ARRAY(SELECT CASE WHEN r OPERATOR(pg_catalog.=) 0 THEN 'public'::name ELSE a.rolname END
+                   FROM unnest(p.polroles) AS r LEFT JOIN pg_roles a ON a.oid OPERATOR(pg_catalog.=) r),
+           pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid)
+      FROM pg_policy p
+     WHERE p.polrelid OPERATOR(pg_catalog.=) '@extschema@.idempotency_keys'::regclass;
+    GET DIAGNOSTICS saved = ROW_COUNT;
+    RETURN saved;
+END
+$idem_save_row_security$;
+COMMENT ON FUNCTION idem_save_row_security() IS
+    'Records the row level security policies of idempotency_keys, so that pg_dump keeps them';
+REVOKE ALL ON FUNCTION idem_save_row_security() FROM PUBLIC;
+
+/*
+ * A restore (pg_restore, psql with a plain dump) writes the recorded rows
+ * with COPY, after the table and everything its policies name exist: put
+ * the policies back then.  It runs as the role restoring, which owns the
+ * extension's objects (it created the extension).
+ */
+CREATE FUNCTION idem_row_security_restored()
+RETURNS trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $idem_row_security_restored$
+BEGIN
+    PERFORM @extschema@.idem_restore_row_security();
+    RETURN NULL;
+END
+$idem_row_security_restored$;
+COMMENT ON FUNCTION idem_row_security_restored() IS
+    'Trigger: a restore wrote idempotency_row_security, so its policies go back on idempotency_keys';
+REVOKE ALL ON FUNCTION idem_row_security_restored() FROM PUBLIC;
+CREATE TRIGGER idempotency_row_security_restored
+    AFTER INSERT ON idempotency_row_security
+    FOR EACH STATEMENT EXECUTE FUNCTION idem_row_security_restored();
+
+/*
+ * What the functions refuse to store, the table refuses too: a role that
+ * writes the table directly (a tenant holds UPDATE) cannot store a
+ * response or recovery point that pg_dump could not write (each row in one
+ * piece of at most 1 GB).  NOT VALID: rows stored before are not read
+ * again.  Run under EXECUTE on the coordinator only, as 0.2.0--0.3.0's
+ * table change is (Citus carries it to the shards and the workers).
+ */
+CREATE FUNCTION idem_row_storable(response jsonb, recovery_point text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'idem_row_storable'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION idem_row_storable(jsonb, text) IS
+    'idempotency_keys'' CHECK: a response and recovery point short enough for pg_dump';
+REVOKE ALL ON FUNCTION idem_row_storable(jsonb, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem_row_storable(jsonb, text) TO idempotency_app;
+
+DO $constraint$
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        IF (SELECT groupid OPERATOR(pg_catalog.<>) 0 FROM pg_catalog.pg_dist_local_group)
+           AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+                        WHERE logicalrelid OPERATOR(pg_catalog.=) '@extschema@.idempotency_keys'::regclass) THEN
+            RETURN;    -- a worker: the coordinator's change reaches its copy and shards
+        END IF;
+    END IF;
+    EXECUTE 'ALTER TABLE @extschema@.idempotency_keys ADD CONSTRAINT idempotency_keys_storable'
+            ' CHECK (@extschema@.idem_row_storable(response, recovery_point)) NOT VALID';
+END
+$constraint$;
