@@ -311,11 +311,13 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	 * insert of the key) was stamped before the wait: its lease end and
 	 * expiry move forward by :shift seconds, so that they count from after
 	 * it, and created_at too where that write set it (IdemRestampIfWaited).
-	 * due_at stays: earlier than the row's times is always allowed.
+	 * due_at moves with them, which keeps it at or before the lease end and
+	 * expires_at.
 	 */
 	[IDEM_STMT_RESTAMP] =
 	"UPDATE " KEYS " SET locked_until = " SHIFTED(":shift", "locked_until") ","
 	" expires_at = " SHIFTED(":shift", "expires_at") ","
+	" due_at = " SHIFTED(":shift", "due_at") ","
 	" created_at = CASE WHEN created_at" EQ ":stamped THEN :now ELSE created_at END,"
 	" updated_at = :now"
 	WHERE_KEY AND_TOKEN
@@ -342,6 +344,14 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
  * idempotency UPDATE.  Expiry's re-keying has no counterpart there.
  */
 static const char *const stmt_sql_v02[IDEM_NUM_STMTS] = {
+	[IDEM_STMT_RESTAMP] =
+	"UPDATE " KEYS " SET locked_until = " SHIFTED(":shift", "locked_until") ","
+	" expires_at = " SHIFTED(":shift", "expires_at") ","
+	" created_at = CASE WHEN created_at" EQ ":stamped THEN :now ELSE created_at END,"
+	" updated_at = :now"
+	WHERE_KEY AND_TOKEN
+	" RETURNING token, status, locked_until",
+
 	[IDEM_STMT_INSERT] =
 	"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"
 	" created_at, updated_at, expires_at, request_hash)"
