@@ -398,7 +398,8 @@ ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
 	if (*busy && !policy_check)
 		return false;
 
-	/* the times, taken after the lock waits above */
+	/* the times, taken after the lock waits above and the statement's planning */
+	IdemPrepare(stmt, a->nspid);
 	a->now = GetCurrentTimestamp();
 	lease_end = IdemTimePlus(a->now, a->lease);
 	IdemArg(args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
@@ -415,7 +416,7 @@ ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
 	if (written)
 		(void) IdemRestampIfWaited(a->nspid, a->scope, a->key,
 								   DatumGetInt64(args->value[IDEM_PARAM_NEW_TOKEN]),
-								   a->now);
+								   a->now, a->now);
 	return written;
 }
 

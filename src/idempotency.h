@@ -30,11 +30,12 @@
 #define ERRCODE_IDEM_ROW_SECURITY_MISSING	MAKE_SQLSTATE('I','K','0','0','6')
 
 /*
- * A write that took longer than this was held up by a lock, and the times
- * it wrote are moved forward to count from after the wait
- * (IdemRestampIfWaited): a lease is never shorter than asked by more.
+ * A write that took longer than this (its plan already made) was held up,
+ * by a lock or a slow moment, and the times it wrote are moved forward to
+ * count from after it (IdemRestampIfWaited): a lease is never shorter than
+ * asked by more.
  */
-#define IDEM_STAMP_SLACK_USECS	INT64CONST(1000)
+#define IDEM_STAMP_SLACK_USECS	INT64CONST(10000)
 
 /* idempotency.stale_policy values */
 typedef enum IdemStalePolicy
@@ -202,10 +203,11 @@ extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
 extern bool IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
-								TimestampTz stamped);
+								TimestampTz stamped, TimestampTz started);
 extern double IdemEpochSeconds(TimestampTz t);
 extern int	IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args,
 						bool read_only, long count);
+extern void IdemPrepare(IdemStmt stmt, Oid nspid);
 extern int	IdemExecuteOn(IdemStmt stmt, const char *relation,
 						  const IdemArgs *args);
 extern void IdemReadRow(IdemRow *row, MemoryContext mcxt);

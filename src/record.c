@@ -130,6 +130,8 @@ ReportNoMatch(KeyCall *call)
 static void
 ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args)
 {
+	TimestampTz started;
+
 	if (!call->token_given)
 	{
 		ReportNoMatch(call);	/* does not return */
@@ -138,13 +140,16 @@ ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args)
 	IdemArg(args, IDEM_PARAM_SCOPE, PointerGetDatum(call->scope));
 	IdemArg(args, IDEM_PARAM_KEY, PointerGetDatum(call->key));
 	IdemArg(args, IDEM_PARAM_TOKEN, Int64GetDatum(call->token));
+	IdemPrepare(stmt, call->nspid);
+	started = GetCurrentTimestamp();
 	if (IdemExecute(stmt, call->nspid, args, false, 0) == 0)
 		ReportNoMatch(call);
 	/* a lease or expiry written counts from after the statement's wait */
 	if (stmt == IDEM_STMT_COMPLETE || stmt == IDEM_STMT_FAIL ||
 		stmt == IDEM_STMT_HEARTBEAT)
 		(void) IdemRestampIfWaited(call->nspid, call->scope, call->key, call->token,
-								   DatumGetTimestampTz(args->value[IDEM_PARAM_NOW]));
+								   DatumGetTimestampTz(args->value[IDEM_PARAM_NOW]),
+								   started);
 }
 
 /* A nullable argument of the call as the statement parameter p */
@@ -305,7 +310,8 @@ idem_resolve(PG_FUNCTION_ARGS)
 	char	   *action;
 	IdemArgs	args;
 	IdemStmt	stmt;
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now;
+	TimestampTz started;
 
 	GetKey(fcinfo, "idem_resolve", 0, 1, &call);
 	if (PG_ARGISNULL(2))
@@ -328,6 +334,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("idem_resolve()");
 
 	args = IdemKeyArgs(call.scope, call.key);
+	now = GetCurrentTimestamp();
 	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
 	ArgOrNull(&args, IDEM_PARAM_RESPONSE_CODE, fcinfo, 3);
 	ArgOrNull(&args, IDEM_PARAM_RESPONSE, fcinfo, 4);
@@ -339,6 +346,8 @@ idem_resolve(PG_FUNCTION_ARGS)
 	pin = IdemConnect();
 	if (stmt == IDEM_STMT_RESOLVE_FAIL)
 		IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(call.nspid)));
+	IdemPrepare(stmt, call.nspid);
+	started = GetCurrentTimestamp();
 	if (IdemExecute(stmt, call.nspid, &args, false, 0) == 0)
 	{
 		/* token_given with a token no row has: reports missing or state */
@@ -354,6 +363,9 @@ idem_resolve(PG_FUNCTION_ARGS)
 		}
 		ReportNoMatch(&call);
 	}
+	if (stmt == IDEM_STMT_RESOLVE_FAIL)
+		(void) IdemRestampIfWaited(call.nspid, call.scope, call.key,
+								   DatumGetInt64(args.value[IDEM_PARAM_NEW_TOKEN]), now, started);
 	IdemFinish(pin);
 	PG_RETURN_VOID();
 }

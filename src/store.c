@@ -1093,22 +1093,22 @@ IdemEpochSeconds(TimestampTz t)
 
 /*
  * A write on the key's row stamped with the time stamped, holding token,
- * has just run.  If it took longer than IDEM_STAMP_SLACK_USECS, it waited
- * (for a row lock, or for another transaction's insert of the key), and the
- * lease and expiry it wrote were counted from before the wait: move them
- * forward to count from now (IDEM_STMT_RESTAMP; the row is this
- * transaction's, so nothing waits again).  Returns whether it did; then
- * SPI_tuptable has the row's token, status and locked_until.  Must be
- * called inside SPI.
+ * has just run, started at started (its plan made).  If it ran longer than
+ * IDEM_STAMP_SLACK_USECS, it was held up (for a row lock, for another
+ * transaction's insert of the key, or by a slow moment), and the lease and
+ * expiry it wrote count from before: move them forward to count from now
+ * (IDEM_STMT_RESTAMP; the row is this transaction's, so nothing waits
+ * again).  Returns whether it did; then SPI_tuptable has the row's token,
+ * status and locked_until.  Must be called inside SPI.
  */
 bool
 IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
-					TimestampTz stamped)
+					TimestampTz stamped, TimestampTz started)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	IdemArgs	args;
 
-	if (now - stamped <= IDEM_STAMP_SLACK_USECS)
+	if (now - started <= IDEM_STAMP_SLACK_USECS)
 		return false;
 	args = IdemKeyArgs(scope, key);
 	IdemArg(&args, IDEM_PARAM_TOKEN, Int64GetDatum(token));
@@ -1303,6 +1303,16 @@ ScopeArg(const IdemArgs *args)
 		args->isnull[IDEM_PARAM_SCOPE])
 		return NULL;
 	return DatumGetTextPP(args->value[IDEM_PARAM_SCOPE]);
+}
+
+/*
+ * Make the statement's saved plan now, if it is not made yet, so that a
+ * time taken next and the statement's run are not apart by its planning.
+ */
+void
+IdemPrepare(IdemStmt stmt, Oid nspid)
+{
+	(void) SavedPlan(stmt, nspid);
 }
 
 /*
