@@ -8,6 +8,9 @@ use File::Find;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use IdemTest;
 
 my $conf = q{
 shared_preload_libraries = 'idempotency'
@@ -26,15 +29,9 @@ $old->safe_psql('postgres', q{
     INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
     SELECT 'live', 'k' || i, 'completed', nextval('idempotency_token_seq'), now(), now(), now() + interval '1 day'
     FROM generate_series(1, 10) i;
-    -- tenant isolation (docs/security.md), which pg_upgrade must keep
-    CREATE ROLE tenant_a IN ROLE idempotency_app;
-    ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
-    ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;
-    CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
-        USING (scope = current_user) WITH CHECK (scope = current_user);
-    CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin USING (true) WITH CHECK (true);
-    SELECT idem_save_row_security();
 });
+# tenant isolation (docs/tenants.md), which pg_upgrade must keep
+$old->safe_psql('postgres', tenant_recipe('tenant_a'));
 $old->stop;
 
 my $new = PostgreSQL::Test::Cluster->new('new');

@@ -13,6 +13,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use IdemTest;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
@@ -61,14 +64,7 @@ is($standby->safe_psql('postgres', q{SELECT status FROM idem_lookup('cross', 'm'
 
 # -- tenant isolation (docs/security.md) holds on the standby: a tenant
 # reading there sees only its own scope
-$primary->safe_psql('postgres', q{
-	CREATE ROLE m2 IN ROLE idempotency_app;
-	ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
-	ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;
-	CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
-	    USING (scope = current_user) WITH CHECK (scope = current_user);
-	CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin USING (true) WITH CHECK (true);
-	SELECT idem_save_row_security();});
+$primary->safe_psql('postgres', tenant_recipe('m2'));
 $primary->wait_for_catchup($standby);
 is($standby->safe_psql('postgres', q{SET ROLE m2;
 	SELECT count(*) FROM idempotency_keys WHERE scope = 'm';

@@ -6,6 +6,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use IdemTest;
 
 my $node = PostgreSQL::Test::Cluster->new('dump');
 $node->init;
@@ -80,16 +83,8 @@ foreach my $db ('restored', 'restored_plain')
 # docs/security.md (row level security, one scope per role), saved with
 # idem_save_row_security(); after the restore, tenant A attacks B's keys.
 $node->safe_psql('postgres', 'CREATE DATABASE tenants');
+$node->safe_psql('tenants', 'CREATE EXTENSION idempotency;' . tenant_recipe('tenant_a', 'tenant_b'));
 $node->safe_psql('tenants', q{
-	CREATE EXTENSION idempotency;
-	CREATE ROLE tenant_a LOGIN IN ROLE idempotency_app;
-	CREATE ROLE tenant_b LOGIN IN ROLE idempotency_app;
-	ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
-	ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;
-	CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
-	    USING (scope = current_user) WITH CHECK (scope = current_user);
-	CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin USING (true) WITH CHECK (true);
-	SELECT idem_save_row_security();
 	SET ROLE tenant_b;
 	BEGIN;
 	SELECT idem_claim('b-pay', '{"amount": 9}', 'tenant_b');
