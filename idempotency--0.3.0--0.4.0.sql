@@ -33,7 +33,12 @@ GRANT SELECT ON TABLE idempotency_row_security TO idempotency_app;
  * Put the policies recorded in idempotency_row_security on idempotency_keys:
  * ENABLE and FORCE ROW LEVEL SECURITY, and each policy of that name the
  * table lacks.  Returns the policies created.  Policies the table has are
- * left as they are.  The table's owner (or a superuser) runs it.
+ * left as they are.  All or none: if one cannot be made (a role it names
+ * is missing, say), none is, with a WARNING for each, so that the table
+ * is left with row level security on and the policies it had (none, after
+ * a restore), which shows tenants nothing, rather than with part of them;
+ * the key functions then refuse with IK006 until every recorded policy is
+ * in place.  The table's owner (or a superuser) runs it.
  */
 CREATE FUNCTION idem_restore_row_security()
 RETURNS integer
@@ -44,24 +49,34 @@ DECLARE
     keys regclass := '@extschema@.idempotency_keys'::regclass;
     p record;
     made integer := 0;
+    failed name;
+    err text;
 BEGIN
     IF NOT EXISTS (SELECT FROM @extschema@.idempotency_row_security) THEN
         RETURN 0;
     END IF;
     EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', keys);
     EXECUTE format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', keys);
-    FOR p IN SELECT * FROM @extschema@.idempotency_row_security ORDER BY policy LOOP
-        CONTINUE WHEN EXISTS (SELECT FROM pg_policy WHERE polrelid OPERATOR(pg_catalog.=) keys
-                                                      AND polname OPERATOR(pg_catalog.=) p.policy);
-        EXECUTE format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', p.policy, keys,
-                       CASE WHEN p.permissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END, p.command,
-                       (SELECT string_agg(CASE WHEN r OPERATOR(pg_catalog.=) 'public' THEN 'PUBLIC'
-                                               ELSE quote_ident(r) END, ', ')
-                          FROM unnest(p.roles) AS r),
-                       CASE WHEN p.using_expr IS NOT NULL THEN ' USING (' || p.using_expr || ')' ELSE '' END,
-                       CASE WHEN p.check_expr IS NOT NULL THEN ' WITH CHECK (' || p.check_expr || ')' ELSE '' END);
-        made := made + 1;
-    END LOOP;
+    BEGIN
+        FOR p IN SELECT * FROM @extschema@.idempotency_row_security ORDER BY policy LOOP
+            CONTINUE WHEN EXISTS (SELECT FROM pg_policy WHERE polrelid OPERATOR(pg_catalog.=) keys
+                                                          AND polname OPERATOR(pg_catalog.=) p.policy);
+            failed := p.policy;
+            EXECUTE format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', p.policy, keys,
+                           CASE WHEN p.permissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END, p.command,
+                           (SELECT string_agg(CASE WHEN r OPERATOR(pg_catalog.=) 'public' THEN 'PUBLIC'
+                                                   ELSE quote_ident(r) END, ', ')
+                              FROM unnest(p.roles) AS r),
+                           CASE WHEN p.using_expr IS NOT NULL THEN ' USING (' || p.using_expr || ')' ELSE '' END,
+                           CASE WHEN p.check_expr IS NOT NULL THEN ' WITH CHECK (' || p.check_expr || ')' ELSE '' END);
+            made := made + 1;
+        END LOOP;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS err = MESSAGE_TEXT;
+        RAISE WARNING 'could not put policy "%" back on idempotency_keys: %', failed, err
+            USING HINT = 'No recorded policy was put back; the key functions refuse (IK006) until they all are. Mend the cause, then run SELECT idem_restore_row_security().';
+        RETURN 0;
+    END;
     RETURN made;
 END
 $idem_restore_row_security$;
@@ -133,10 +148,13 @@ CREATE TRIGGER idempotency_row_security_restored
 /*
  * What the functions refuse to store, the table refuses too: a role that
  * writes the table directly (a tenant holds UPDATE) cannot store a
- * response or recovery point that pg_dump could not write (each row in one
- * piece of at most 1 GB).  NOT VALID: rows stored before are not read
- * again.  Run under EXECUTE on the coordinator only, as 0.2.0--0.3.0's
- * table change is (Citus carries it to the shards and the workers).
+ * response, recovery point or request hash that pg_dump could not write
+ * (each row in one piece of at most 1 GB).  Checked for the rows stored
+ * before too (one read of the table): a row that breaks it would make
+ * every restore of the table fail, and the update fails instead, naming
+ * the constraint, until the row is mended.  Run under EXECUTE on the
+ * coordinator only, as 0.2.0--0.3.0's table change is (Citus carries it
+ * to the shards and the workers).
  */
 CREATE FUNCTION idem_row_storable(response jsonb, recovery_point text)
 RETURNS boolean
@@ -157,6 +175,7 @@ BEGIN
         END IF;
     END IF;
     EXECUTE 'ALTER TABLE @extschema@.idempotency_keys ADD CONSTRAINT idempotency_keys_storable'
-            ' CHECK (@extschema@.idem_row_storable(response, recovery_point)) NOT VALID';
+            ' CHECK (@extschema@.idem_row_storable(response, recovery_point)'
+            ' AND (request_hash IS NULL OR pg_catalog.octet_length(request_hash) OPERATOR(pg_catalog.=) 32))';
 END
 $constraint$;

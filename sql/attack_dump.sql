@@ -38,11 +38,15 @@ SELECT outcome FROM idem_claim('direct', NULL, 'attack');
 UPDATE idempotency_keys SET response = (SELECT jsonb_agg('1e131071'::numeric) FROM generate_series(1, 2100))
 WHERE scope = 'attack' AND key = 'direct';
 \echo :LAST_ERROR_SQLSTATE
--- and a recovery point past 256 MB, through idem_checkpoint or directly
-SELECT idem_checkpoint('direct', repeat('x', 256 * 1024 * 1024 + 1), 'attack',
+-- and a recovery point past 1 MB, through idem_checkpoint or directly
+SELECT idem_checkpoint('direct', repeat('x', 1024 * 1024 + 1), 'attack',
                        (SELECT token FROM idempotency_keys WHERE scope = 'attack' AND key = 'direct'));
 \echo :LAST_ERROR_SQLSTATE
-UPDATE idempotency_keys SET recovery_point = repeat('x', 256 * 1024 * 1024 + 1)
+UPDATE idempotency_keys SET recovery_point = repeat('x', 1024 * 1024 + 1)
+WHERE scope = 'attack' AND key = 'direct';
+\echo :LAST_ERROR_SQLSTATE
+-- a request hash is 32 bytes (SHA-256): anything else is refused too
+UPDATE idempotency_keys SET request_hash = convert_to(repeat('a', 100), 'UTF8')
 WHERE scope = 'attack' AND key = 'direct';
 \echo :LAST_ERROR_SQLSTATE
 SELECT response IS NULL AND recovery_point IS NULL AS unchanged

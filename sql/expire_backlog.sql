@@ -47,3 +47,23 @@ SELECT count(*) FILTER (WHERE status = 'failed' AND retryable) AS takeover_ready
 
 DROP FUNCTION rows_read();
 DELETE FROM idempotency_keys;
+
+-- rows written by hand with times no claim writes (a tenant may INSERT its
+-- own rows): a pass still ends, and other rows are still expired
+DELETE FROM idempotency_keys;
+INSERT INTO idempotency_keys (scope, key, status, token, locked_until, created_at, updated_at, expires_at, due_at)
+SELECT 'odd', 'no-lease-' || i, 'processing', -i, NULL, now(), now(), now() + interval '30 days', 'infinity'
+FROM generate_series(1, 300) i;
+INSERT INTO idempotency_keys (scope, key, status, token, locked_until, created_at, updated_at, expires_at, due_at)
+SELECT 'odd', 'no-expiry-' || i, 'processing', -1000 - i, now() + interval '1 year', now(), now(), '-infinity', '-infinity'
+FROM generate_series(1, 300) i;
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at, response_code, due_at)
+VALUES ('other', 'old', 'completed', 1, now(), now(), now() - interval '1 s', 200, now() - interval '1 s');
+SET idempotency.stale_policy = 'hold';
+SELECT idem_expire() AS held_pass_ends;
+SELECT count(*) AS other_left FROM idempotency_keys WHERE scope = 'other';
+SELECT idem_expire() AS held_pass_ends_again;
+RESET idempotency.stale_policy;
+SELECT idem_expire() AS reclaim_pass_ends;
+SELECT count(*) FILTER (WHERE status = 'processing') AS processing_left FROM idempotency_keys WHERE scope = 'odd';
+DELETE FROM idempotency_keys;

@@ -416,7 +416,7 @@ ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
 	if (written)
 		(void) IdemRestampIfWaited(a->nspid, a->scope, a->key,
 								   DatumGetInt64(args->value[IDEM_PARAM_NEW_TOKEN]),
-								   a->now, a->now);
+								   a->now);
 	return written;
 }
 

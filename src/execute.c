@@ -486,7 +486,7 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(token));
 		if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a->nspid, &args, false, 0) != 1)
 			elog(ERROR, "INSERT of idempotency key did not insert its row");
-		(void) IdemRestampIfWaited(a->nspid, a->scope, a->key, token, a->now, a->now);
+		(void) IdemRestampIfWaited(a->nspid, a->scope, a->key, token, a->now);
 		IdemUnpinSearchPath(level);
 
 		ReleaseCurrentSubTransaction();
@@ -577,7 +577,7 @@ CompleteClaim(IdemClaimArgs *a, Datum token, Datum code, bool code_null,
 	SetResponseArgs(&args, code, code_null, response);
 	if (IdemExecute(IDEM_STMT_COMPLETE, a->nspid, &args, false, 0) == 0)
 		ReportClaimLost(a);
-	(void) IdemRestampIfWaited(a->nspid, a->scope, a->key, DatumGetInt64(token), now, now);
+	(void) IdemRestampIfWaited(a->nspid, a->scope, a->key, DatumGetInt64(token), now);
 	IdemUnpinSearchPath(level);
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 }

@@ -130,7 +130,8 @@ IsKeysTable(Oid relid, ReachesContext *cxt)
 
 	if (relname == NULL ||
 		(strcmp(relname, "idempotency_keys") != 0 &&
-		 strcmp(relname, "idempotency_token_seq") != 0) ||
+		 strcmp(relname, "idempotency_token_seq") != 0 &&
+		 strcmp(relname, "idempotency_row_security") != 0) ||
 		getExtensionOfObject(RelationRelationId, relid) != cxt->extoid)
 		return false;
 	cxt->keys = relid;

@@ -203,7 +203,7 @@ extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
 extern bool IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
-								TimestampTz stamped, TimestampTz started);
+								TimestampTz stamped);
 extern double IdemEpochSeconds(TimestampTz t);
 extern int	IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args,
 						bool read_only, long count);

@@ -121,16 +121,20 @@ ReportNoMatch(KeyCall *call)
 			 errhint("Only a processing claim can be completed, failed, extended, checkpointed or released.")));
 }
 
+static void NowArgs(IdemArgs *args, TimestampTz now);
+
 /*
- * Run a holder's guarded statement, with args besides the key, scope and
- * token; report why when it matched nothing.  Returns with SPI still
- * connected, and SPI_tuptable holding the row's locked_until for a
- * heartbeat.
+ * Run a holder's guarded statement, with args besides the key, scope,
+ * token and times; report why when it matched nothing.  Its times (now,
+ * and with lease the lease's end) are taken after its plan is made, and a
+ * statement held up past IDEM_STAMP_SLACK_USECS has them moved forward
+ * (IdemRestampIfWaited).  Returns with SPI still connected, and
+ * SPI_tuptable holding the row's locked_until for a heartbeat.
  */
 static void
-ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args)
+ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args, Interval *lease)
 {
-	TimestampTz started;
+	TimestampTz now;
 
 	if (!call->token_given)
 	{
@@ -141,15 +145,22 @@ ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args)
 	IdemArg(args, IDEM_PARAM_KEY, PointerGetDatum(call->key));
 	IdemArg(args, IDEM_PARAM_TOKEN, Int64GetDatum(call->token));
 	IdemPrepare(stmt, call->nspid);
-	started = GetCurrentTimestamp();
+	now = GetCurrentTimestamp();
+	NowArgs(args, now);
+	if (lease != NULL)
+	{
+		TimestampTz until = IdemTimePlus(now, lease);
+
+		IdemArg(args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(until));
+		IdemArg(args, IDEM_PARAM_LEASE_END_EPOCH, Float8GetDatum(IdemEpochSeconds(until)));
+	}
 	if (IdemExecute(stmt, call->nspid, args, false, 0) == 0)
 		ReportNoMatch(call);
 	/* a lease or expiry written counts from after the statement's wait */
 	if (stmt == IDEM_STMT_COMPLETE || stmt == IDEM_STMT_FAIL ||
 		stmt == IDEM_STMT_HEARTBEAT)
 		(void) IdemRestampIfWaited(call->nspid, call->scope, call->key, call->token,
-								   DatumGetTimestampTz(args->value[IDEM_PARAM_NOW]),
-								   started);
+								   now);
 }
 
 /* A nullable argument of the call as the statement parameter p */
@@ -181,14 +192,13 @@ idem_complete(PG_FUNCTION_ARGS)
 	IdemArgs	args = {.given = 0};
 
 	GetHolderCall(fcinfo, "idem_complete", 0, 3, 4, &call);
-	NowArgs(&args, GetCurrentTimestamp());
 	ArgOrNull(&args, IDEM_PARAM_RESPONSE_CODE, fcinfo, 1);
 	ArgOrNull(&args, IDEM_PARAM_RESPONSE, fcinfo, 2);
 	if (!PG_ARGISNULL(2))
 		IdemCheckResponse(PG_GETARG_DATUM(2), call.key, call.scope);
 
 	pin = IdemConnect();
-	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, &args);
+	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, &args, NULL);
 	IdemFinish(pin);
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 	PG_RETURN_VOID();
@@ -210,7 +220,6 @@ idem_fail(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("retryable must not be null"),
 				 IdemErrdetailKey(call.key, call.scope)));
-	NowArgs(&args, GetCurrentTimestamp());
 	ArgOrNull(&args, IDEM_PARAM_RESPONSE_CODE, fcinfo, 3);
 	ArgOrNull(&args, IDEM_PARAM_RESPONSE, fcinfo, 4);
 	IdemArg(&args, IDEM_PARAM_RETRYABLE, PG_GETARG_DATUM(5));
@@ -218,7 +227,7 @@ idem_fail(PG_FUNCTION_ARGS)
 		IdemCheckResponse(PG_GETARG_DATUM(4), call.key, call.scope);
 
 	pin = IdemConnect();
-	ExecuteHolderCall(&call, IDEM_STMT_FAIL, &args);
+	ExecuteHolderCall(&call, IDEM_STMT_FAIL, &args, NULL);
 	IdemFinish(pin);
 	IdemStatsAdd(IDEM_STAT_FAIL, 1);
 	PG_RETURN_VOID();
@@ -234,21 +243,15 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 	KeyCall		call;
 	IdemArgs	args = {.given = 0};
 	Interval   *lease;
-	TimestampTz now;
 	TimestampTz until;
 	bool		isnull;
 
 	GetHolderCall(fcinfo, "idem_heartbeat", 0, 1, 2, &call);
 	lease = PG_ARGISNULL(3) ? IdemSecondsInterval(idem_lease_seconds) : PG_GETARG_INTERVAL_P(3);
-	now = GetCurrentTimestamp();
-	IdemCheckInterval(lease, "lease", now, call.key, call.scope);
-	until = IdemTimePlus(now, lease);
-	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
-	IdemArg(&args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(until));
-	IdemArg(&args, IDEM_PARAM_LEASE_END_EPOCH, Float8GetDatum(IdemEpochSeconds(until)));
+	IdemCheckInterval(lease, "lease", GetCurrentTimestamp(), call.key, call.scope);
 
 	pin = IdemConnect();
-	ExecuteHolderCall(&call, IDEM_STMT_HEARTBEAT, &args);
+	ExecuteHolderCall(&call, IDEM_STMT_HEARTBEAT, &args, lease);
 	until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 											  SPI_fnumber(SPI_tuptable->tupdesc, "locked_until"),
 											  &isnull));
@@ -269,7 +272,7 @@ idem_release(PG_FUNCTION_ARGS)
 	GetHolderCall(fcinfo, "idem_release", 0, 1, 2, &call);
 
 	pin = IdemConnect();
-	ExecuteHolderCall(&call, IDEM_STMT_RELEASE, &args);
+	ExecuteHolderCall(&call, IDEM_STMT_RELEASE, &args, NULL);
 	IdemFinish(pin);
 	PG_RETURN_VOID();
 }
@@ -285,13 +288,12 @@ idem_checkpoint(PG_FUNCTION_ARGS)
 	IdemArgs	args = {.given = 0};
 
 	GetHolderCall(fcinfo, "idem_checkpoint", 0, 2, 3, &call);
-	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(GetCurrentTimestamp()));
 	ArgOrNull(&args, IDEM_PARAM_RECOVERY_POINT, fcinfo, 1);
 	if (!PG_ARGISNULL(1))
 		IdemCheckRecoveryPoint(PG_GETARG_TEXT_PP(1), call.key, call.scope);
 
 	pin = IdemConnect();
-	ExecuteHolderCall(&call, IDEM_STMT_CHECKPOINT, &args);
+	ExecuteHolderCall(&call, IDEM_STMT_CHECKPOINT, &args, NULL);
 	IdemFinish(pin);
 	PG_RETURN_VOID();
 }
@@ -311,7 +313,6 @@ idem_resolve(PG_FUNCTION_ARGS)
 	IdemArgs	args;
 	IdemStmt	stmt;
 	TimestampTz now;
-	TimestampTz started;
 
 	GetKey(fcinfo, "idem_resolve", 0, 1, &call);
 	if (PG_ARGISNULL(2))
@@ -334,20 +335,19 @@ idem_resolve(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("idem_resolve()");
 
 	args = IdemKeyArgs(call.scope, call.key);
-	now = GetCurrentTimestamp();
-	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
 	ArgOrNull(&args, IDEM_PARAM_RESPONSE_CODE, fcinfo, 3);
 	ArgOrNull(&args, IDEM_PARAM_RESPONSE, fcinfo, 4);
 	if (!PG_ARGISNULL(4))
 		IdemCheckResponse(PG_GETARG_DATUM(4), call.key, call.scope);
-	IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
-			TimestampTzGetDatum(IdemTimePlus(now, IdemSecondsInterval(idem_retention_seconds))));
 
 	pin = IdemConnect();
 	if (stmt == IDEM_STMT_RESOLVE_FAIL)
 		IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(call.nspid)));
 	IdemPrepare(stmt, call.nspid);
-	started = GetCurrentTimestamp();
+	now = GetCurrentTimestamp();	/* after the plan is made */
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
+	IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
+			TimestampTzGetDatum(IdemTimePlus(now, IdemSecondsInterval(idem_retention_seconds))));
 	if (IdemExecute(stmt, call.nspid, &args, false, 0) == 0)
 	{
 		/* token_given with a token no row has: reports missing or state */
@@ -365,7 +365,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 	}
 	if (stmt == IDEM_STMT_RESOLVE_FAIL)
 		(void) IdemRestampIfWaited(call.nspid, call.scope, call.key,
-								   DatumGetInt64(args.value[IDEM_PARAM_NEW_TOKEN]), now, started);
+								   DatumGetInt64(args.value[IDEM_PARAM_NEW_TOKEN]), now);
 	IdemFinish(pin);
 	PG_RETURN_VOID();
 }

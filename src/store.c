@@ -144,27 +144,41 @@ static const struct
 
 /* IDEM_STMT_EXPIRE_DUE's text: rows taken from source, held the CTE it may need */
 #define EXPIRE_DUE(source, held) \
-	"WITH due_now AS (SELECT scope, key, " EXPIRE_ACT " AS act FROM " KEYS \
-	" WHERE due_at" LE ":now ORDER BY due_at LIMIT :batch_size FOR UPDATE SKIP LOCKED)," \
+	"WITH due_now AS (SELECT scope, key, " EXPIRE_ACT " AS act, " EXPIRE_NEXT " AS next_due" \
+	" FROM " KEYS " WHERE due_at" LE ":now ORDER BY due_at LIMIT :batch_size" \
+	" FOR UPDATE SKIP LOCKED)," \
 	held " due AS (SELECT * FROM " source ")," \
 	" gone AS (DELETE FROM " KEYS " AS k USING due" \
 	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key AND due.act" EQ "'d' RETURNING 1)," \
 	" stale AS (UPDATE " KEYS " AS k SET status = 'failed', retryable = true," \
 	" locked_until = NULL, updated_at = :now, due_at = k.expires_at FROM due" \
 	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key AND due.act" EQ "'s' RETURNING 1)," \
-	" later AS (UPDATE " KEYS " AS k SET due_at = CASE" \
-	" WHEN k.status" NE "'processing' THEN k.expires_at" \
-	" WHEN k.locked_until" GT ":now THEN LEAST(k.locked_until, k.expires_at)" \
-	" ELSE " HELD_DUE_AT " END FROM due" \
-	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key AND due.act" EQ "'r' RETURNING 1)" \
+	" later AS (UPDATE " KEYS " AS k SET due_at = due.next_due FROM due" \
+	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key AND due.act" EQ "'r'" \
+	" AND k.due_at IS DISTINCT FROM due.next_due RETURNING 1)" \
 	" SELECT (SELECT pg_catalog.count(*) FROM gone), (SELECT pg_catalog.count(*) FROM stale)," \
 	" (SELECT pg_catalog.count(*) FROM later)"
 
-/* What expiry does with a row due (of the version it locked): see above */
+/*
+ * What expiry does with a row due (of the version it locked): see above.
+ * A processing row without a lease end (written by hand) has no lease.
+ */
 #define EXPIRE_ACT \
 	"CASE WHEN expires_at" LE ":now AND (:reclaim OR status" NE "'processing') THEN 'd'" \
-	" WHEN :reclaim AND status" EQ "'processing' AND locked_until" LE ":now THEN 's'" \
+	" WHEN :reclaim AND status" EQ "'processing' AND (locked_until IS NULL OR locked_until" LE ":now) THEN 's'" \
 	" ELSE 'r' END"
+
+/*
+ * A row's next due time, when it needs nothing now: after now, or
+ * infinity for a stale claim held (and for rows written by hand with
+ * times that give no later one).  A row re-keyed to where it was is not
+ * written, nor counted as changed, so a pass ends.
+ */
+#define EXPIRE_NEXT \
+	"CASE WHEN status" NE "'processing' AND expires_at" GT ":now THEN expires_at" \
+	" WHEN status" EQ "'processing' AND locked_until" GT ":now AND expires_at" GT ":now" \
+	" THEN LEAST(locked_until, expires_at)" \
+	" ELSE " HELD_DUE_AT " END"
 
 static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	/*
@@ -274,7 +288,7 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	[IDEM_STMT_EXPIRE_DUE] = EXPIRE_DUE("due_now", ""),
 	[IDEM_STMT_EXPIRE_DUE_RECLAIM] = EXPIRE_DUE(
 		"due_now UNION ALL SELECT * FROM held LIMIT :batch_size",
-		" held AS (SELECT scope, key, " EXPIRE_ACT " AS act FROM " KEYS
+		" held AS (SELECT scope, key, " EXPIRE_ACT " AS act, " EXPIRE_NEXT " AS next_due FROM " KEYS
 		" WHERE due_at" EQ HELD_DUE_AT " LIMIT :batch_size FOR UPDATE SKIP LOCKED),"),
 
 	/*
@@ -541,9 +555,9 @@ IdemKeysRelid(Oid nspid)
 /*
  * Refuse to run when row level security policies are recorded for
  * idempotency_keys (idempotency_row_security, 0.4.0 on) but the table's
- * row level security is off: a restore that did not put them back (see
- * idem_restore_row_security) would let every tenant read every other's
- * keys.  Checked when the table's relcache entry is new, which ENABLE and
+ * row level security is off, or one of them is missing from it: a restore
+ * that did not put them back (see idem_restore_row_security) would let
+ * every tenant read every other's keys.  Checked when the table's relcache entry is new, which ENABLE and
  * DISABLE ROW LEVEL SECURITY and every policy change make it.  Called
  * inside SPI.
  */
@@ -554,6 +568,7 @@ CheckRowSecurityInPlace(Oid nspid, Oid relid)
 	HeapTuple	tup;
 	bool		enabled;
 	char	   *sql;
+	Datum		arg = ObjectIdGetDatum(relid);
 
 	if (!OidIsValid(saved))
 		return;					/* a schema before 0.4.0 */
@@ -562,16 +577,21 @@ CheckRowSecurityInPlace(Oid nspid, Oid relid)
 		elog(ERROR, "cache lookup failed for relation %u", relid);
 	enabled = ((Form_pg_class) GETSTRUCT(tup))->relrowsecurity;
 	ReleaseSysCache(tup);
-	if (enabled)
-		return;
-	sql = psprintf("SELECT 1 FROM %s.idempotency_row_security LIMIT 1",
-				   quote_identifier(get_namespace_name(nspid)));
-	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
+	/* a recorded policy: any, with row level security off; else one missing */
+	sql = psprintf("SELECT policy FROM %s.idempotency_row_security r WHERE %s LIMIT 1",
+				   quote_identifier(get_namespace_name(nspid)),
+				   enabled ? "NOT EXISTS (SELECT FROM pg_catalog.pg_policy p"
+				   " WHERE p.polrelid OPERATOR(pg_catalog.=) $1"
+				   " AND p.polname OPERATOR(pg_catalog.=) r.policy)" : "$1 IS NOT NULL");
+	if (SPI_execute_with_args(sql, 1, (Oid[]) {OIDOID}, &arg, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read idempotency_row_security");
 	if (SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEM_ROW_SECURITY_MISSING),
 				 errmsg("row level security of idempotency_keys is not in place"),
+				 enabled ?
+				 errdetail("Policy \"%s\" is recorded in idempotency_row_security but missing from idempotency_keys.",
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)) :
 				 errdetail("Policies are recorded in idempotency_row_security, but row level security is disabled on idempotency_keys."),
 				 errhint("As the table's owner, run SELECT idem_restore_row_security(); or, to run without the policies, delete their rows from idempotency_row_security.")));
 }
@@ -1092,8 +1112,8 @@ IdemEpochSeconds(TimestampTz t)
 }
 
 /*
- * A write on the key's row stamped with the time stamped, holding token,
- * has just run, started at started (its plan made).  If it ran longer than
+ * A write on the key's row stamped with the time stamped (taken after its
+ * plan was made), holding token, has just run.  If it ran longer than
  * IDEM_STAMP_SLACK_USECS, it was held up (for a row lock, for another
  * transaction's insert of the key, or by a slow moment), and the lease and
  * expiry it wrote count from before: move them forward to count from now
@@ -1103,12 +1123,12 @@ IdemEpochSeconds(TimestampTz t)
  */
 bool
 IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
-					TimestampTz stamped, TimestampTz started)
+					TimestampTz stamped)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	IdemArgs	args;
 
-	if (now - started <= IDEM_STAMP_SLACK_USECS)
+	if (now - stamped <= IDEM_STAMP_SLACK_USECS)
 		return false;
 	args = IdemKeyArgs(scope, key);
 	IdemArg(&args, IDEM_PARAM_TOKEN, Int64GetDatum(token));
@@ -1745,6 +1765,14 @@ IdemErrdetailKey(text *key, text *scope)
  */
 #define IDEM_MAX_RESPONSE_TEXT	(256 * 1024 * 1024)
 
+/*
+ * The longest recovery point: a marker of how far a request got.  With a
+ * response's text at most IDEM_MAX_RESPONSE_TEXT (which COPY's escapes
+ * can double) and a 32-byte request hash, a row's COPY line stays far
+ * below 1 GB.
+ */
+#define IDEM_MAX_RECOVERY_POINT	(1024 * 1024)
+
 /* Below this many bytes (uncompressed) a jsonb's text is surely short enough */
 #define IDEM_RESPONSE_CHECK_BYTES	8192
 
@@ -1824,13 +1852,13 @@ IdemCheckResponse(Datum response, text *key, text *scope)
 void
 IdemCheckRecoveryPoint(text *recovery_point, text *key, text *scope)
 {
-	if (toast_raw_datum_size(PointerGetDatum(recovery_point)) > IDEM_MAX_RESPONSE_TEXT)
+	if (toast_raw_datum_size(PointerGetDatum(recovery_point)) > IDEM_MAX_RECOVERY_POINT)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("recovery point is too large to store"),
-				 errdetail("The recovery point for key \"%s\" in scope \"%s\" is longer than %d MB; pg_dump writes each row in one piece of at most 1 GB.",
+				 errdetail("The recovery point for key \"%s\" in scope \"%s\" is longer than %d MB.",
 						   IdemKeyForMessage(key), IdemKeyForMessage(scope),
-						   IDEM_MAX_RESPONSE_TEXT / (1024 * 1024)),
+						   IDEM_MAX_RECOVERY_POINT / (1024 * 1024)),
 				 errhint("Store a reference to the state, or a digest of it, instead.")));
 }
 
@@ -1846,7 +1874,7 @@ idem_row_storable(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(0) && ResponseTooLong(PG_GETARG_DATUM(0)))
 		PG_RETURN_BOOL(false);
 	if (!PG_ARGISNULL(1) &&
-		toast_raw_datum_size(PG_GETARG_DATUM(1)) > IDEM_MAX_RESPONSE_TEXT)
+		toast_raw_datum_size(PG_GETARG_DATUM(1)) > IDEM_MAX_RECOVERY_POINT)
 		PG_RETURN_BOOL(false);
 	PG_RETURN_BOOL(true);
 }

@@ -160,6 +160,31 @@ is($node->safe_psql('tenants_split', 'SELECT idem_restore_row_security()'), '2',
 like(attack($node, 'tenants_split'), qr/^seen 0\nlooked up 0\|.*new row violates row-level security policy/s,
 	'tenants_split: then A neither sees, changes nor claims B\'s key');
 
+# A recorded policy that cannot be made again (its role is gone) puts none
+# back: row level security on and no policy shows tenants nothing, and the
+# key functions refuse (IK006) until every recorded policy is in place.
+$node->safe_psql('tenants', q{
+	CREATE ROLE auditor;
+	CREATE POLICY auditor_read ON idempotency_keys FOR SELECT TO auditor USING (true);
+	SELECT idem_save_row_security();});
+my $adump = $node->basedir . '/tenants_auditor.dump';
+$node->command_ok([ 'pg_dump', '-Fc', '-f', $adump, '-d', $node->connstr('tenants') ], 'pg_dump -Fc with a third policy');
+$node->safe_psql('tenants', q{DROP POLICY auditor_read ON idempotency_keys; SELECT idem_save_row_security(); DROP ROLE auditor;});
+$node->safe_psql('postgres', 'CREATE DATABASE tenants_norole');
+my ($aout, $aerr);
+IPC::Run::run([ 'pg_restore', '-d', $node->connstr('tenants_norole'), $adump ], '>', \$aout, '2>', \$aerr);
+like(slurp_file($node->logfile), qr/could not put policy "auditor_read" back/,
+	'tenants_norole: the restore warns of the policy it could not make');
+is($node->safe_psql('tenants_norole', q{SELECT relrowsecurity::text || ' ' || (SELECT count(*) FROM pg_policy
+	WHERE polrelid = 'idempotency_keys'::regclass) || ' ' || (SELECT count(*) FROM idempotency_row_security)
+	FROM pg_class WHERE relname = 'idempotency_keys'}),
+	'true 0 3', 'tenants_norole: row level security on, no policy, all three still recorded');
+is($node->safe_psql('tenants_norole', q{SET ROLE tenant_a; SELECT count(*) FROM idempotency_keys}),
+	'0', 'tenants_norole: a tenant sees no key through the table');
+($rc, $out, $err) = $node->psql('tenants_norole', q{SET ROLE tenant_a; SELECT count(*) FROM idem_lookup('b-pay', 'tenant_b')});
+like($err, qr/Policy "\w+" is recorded in idempotency_row_security but missing/,
+	'tenants_norole: the key functions refuse (IK006), naming the missing policy');
+
 $other->stop;
 $node->stop;
 done_testing();

@@ -127,6 +127,19 @@ foreach my $v (@versions)
 		'0', "$v -> $default: expiry sets every old row's due time");
 }
 
+# A row the functions would refuse, written directly before 0.4.0 (a
+# tenant held UPDATE): the update checks every row against the new CHECK,
+# and fails naming it, rather than leave a row that would make every
+# restore of the table fail.
+$node->safe_psql('postgres', 'CREATE DATABASE badrow');
+$node->safe_psql('badrow', q{CREATE EXTENSION idempotency VERSION '0.3.0';
+	SELECT idem_claim('big', NULL, 's');
+	UPDATE idempotency_keys SET request_hash = convert_to(repeat('a', 64), 'UTF8') WHERE key = 'big';});
+my ($brc, $bout, $berr) = $node->psql('badrow', 'ALTER EXTENSION idempotency UPDATE');
+like($berr, qr/idempotency_keys_storable/, '0.3.0 -> 0.4.0 with a row the CHECK refuses: the update fails, naming the constraint');
+is($node->safe_psql('badrow', q{SELECT extversion FROM pg_extension WHERE extname = 'idempotency'}),
+	'0.3.0', 'and the extension stays at 0.3.0');
+
 # One session across the update: the library serves the old schema, then
 # makes its statements again for the new one (due_at set by the claim):
 # from the last version whose table had no due_at.
