@@ -105,8 +105,8 @@ SELECT has_trigger('idempotency_row_security', 'idempotency_row_security_restore
                    'restoring idempotency_row_security puts its policies back (trigger)');
 SELECT has_function('idem_save_row_security', ARRAY[]::name[], 'idem_save_row_security() exists');
 SELECT has_function('idem_restore_row_security', ARRAY[]::name[], 'idem_restore_row_security() exists');
-SELECT col_has_check('idempotency_keys', ARRAY['response', 'recovery_point'],
-                     'idempotency_keys refuses a response or recovery point pg_dump could not write');
+SELECT col_has_check('idempotency_keys', ARRAY['response', 'recovery_point', 'request_hash'],
+                     'idempotency_keys refuses a response, recovery point or request hash pg_dump could not write');
 SELECT is(extcondition[array_position(extconfig, 'idempotency_keys'::regclass::oid)], '',
           'pg_dump keeps every key row (no filter)')
 FROM pg_extension WHERE extname = 'idempotency';
