@@ -965,19 +965,23 @@ IdemRlsApplies(Oid nspid)
 
 /*
  * Should the statement run with its scope written into its text?  On Citus,
- * the complete of a key whose shard is on this node (the call was
- * delegated, or made on that worker).  Citus 13.2 plans a statement whose
- * distribution column is compared with a constant straight on the local
- * shard; compared with a parameter, it plans the statement for the table,
- * and at each execution deparses it for the shard and parses and plans that
- * text again (its cache of such plans, for a saved generic plan, never
- * hits: see PlanOptionsNow).  Parsing our text once per call costs less.
+ * the key's read (a claim's, idem_execute's, idem_lookup's) and its
+ * complete, where the key's shard is on this node (the call was delegated,
+ * or made on that worker).  Citus (13.2 and 14.0) plans a SELECT, UPDATE
+ * or DELETE whose distribution column is compared with a constant straight
+ * on the local shard (its local fast path); compared with a parameter, it
+ * plans the statement for the table, and at each execution deparses it for
+ * the shard and parses and plans that text again (its cache of such plans,
+ * for a saved generic plan, never hits: see PlanOptionsNow).  Parsing our
+ * text once per call costs less.  An INSERT is planned the second way
+ * whatever its values, so the key row's INSERT keeps its parameters.
  * Elsewhere, and on a plain server, the saved plan is cheaper.
  */
 static bool
 ScopeInlined(IdemStmt stmt, const IdemShard *shard)
 {
-	return stmt == IDEM_STMT_COMPLETE && OidIsValid(shard->relid);
+	return (stmt == IDEM_STMT_SELECT || stmt == IDEM_STMT_LOOKUP ||
+			stmt == IDEM_STMT_COMPLETE) && OidIsValid(shard->relid);
 }
 
 /*
