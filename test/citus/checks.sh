@@ -8,12 +8,22 @@
 # "not ok NAME", followed on failure by "# " lines saying why; run.sh
 # counts them.  Stops the cluster on the way out.
 #
-#   bash test/citus/checks.sh DIR        (as root; PG_BIN as in common.sh)
+#   bash test/citus/checks.sh DIR        (as root; PostgreSQL 15 by default)
+#   PG_BIN=/usr/lib/postgresql/18/bin bash test/citus/checks.sh DIR
+#   PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config bash test/citus/checks.sh DIR
+#
+# The server's version picks nothing here: Citus (13.2.2 on 15, 14.0.1 on
+# 16-18, ../shared/citus/build.sh) and this extension must be installed
+# into it.
 #
 # Nothing here assumes the machine's speed: waits poll with generous limits
 # and the loads are small (8 pgbench clients in all, 5 s).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ -z "${PG_BIN:-}" ] && [ -n "${PG_CONFIG:-}" ]; then
+	PG_BIN=$("$PG_CONFIG" --bindir) || exit 2
+	export PG_BIN
+fi
 # shellcheck source=test/lib/common.sh
 . "$here/../lib/common.sh"
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
@@ -404,7 +414,7 @@ fi
 
 # 9b. memory: a backend that runs the key functions on a worker, where
 # Citus executes their statements on local shards, does not grow with the
-# calls (Citus 13.2 kept a copy of a generic plan's shard plan per
+# calls (Citus 13.2.2 kept a copy of a generic plan's shard plan per
 # execution: 0.3.0 before the fix grew ~160 kB a call, ~60 MB here)
 # (worker2's session sets plan_cache_mode = force_generic_plan, which
 # outranks a plan's own choice of custom plans)
