@@ -239,7 +239,6 @@ IdemKeyShard(Oid nspid, text *scope, IdemShard *out)
 	return true;
 }
 
-
 /*
  * Citus's lock_shard_metadata(integer, bigint[]), found in pg_proc once
  * per backend and again after any change to pg_proc (CREATE, ALTER or DROP

@@ -901,6 +901,31 @@ SQL
 }
 hold_savepoint
 
+# 12f. without Citus's lock_shard_metadata(integer, bigint[]) (renamed in
+# a transaction on worker1, rolled back) a key function refuses (0A000)
+# rather than run its statements without the shard hold; with it back, the
+# same call works
+hold_refused()
+{
+	local check=citus/hold-refused s log=$OUT/hold-refused.log
+	s=$(scope_on worker2 hr-) || { notok "$check" "no scope on worker2"; return; }
+	q worker1 -v ON_ERROR_STOP=0 -v VERBOSITY=sqlstate -v s="$s" >"$log" 2>&1 <<'SQL'
+BEGIN;
+ALTER FUNCTION pg_catalog.lock_shard_metadata(integer, bigint[]) RENAME TO lock_shard_metadata_gone;
+SELECT 'gone ' || count(*) FROM idem_lookup('hr-1', :'s');
+ROLLBACK;
+SELECT 'back ' || count(*) FROM idem_lookup('hr-1', :'s');
+SQL
+	if grep -q '^ERROR:  0A000' "$log" && ! grep -q '^ gone' "$log" && grep -q '^ back 0$' "$log" &&
+		[ "$(grep -c '^ERROR' "$log")" = 1 ]; then
+		ok "$check (worker1, lock_shard_metadata renamed: idem_lookup of a key on worker2 refused with 0A000; renamed back, it answers)"
+	else
+		notok "$check" "wanted one ERROR 0A000 while the function was renamed, then an answer:"
+		grep -vE '^(BEGIN|ALTER|ROLLBACK|$)' "$log" | head -n 10 | sed 's/^/# /'
+	fi
+}
+hold_refused
+
 # 13. the tenant recipe (docs/tenants.md)
 if q coordinator -f "$DIR/sql/tenants_setup.sql" >"$OUT/tenants-setup.log" 2>&1; then
 	trc=0
