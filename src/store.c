@@ -30,7 +30,6 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
-#include "storage/lmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
