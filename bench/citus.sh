@@ -5,7 +5,8 @@
 #   bash bench/citus.sh [--seconds S] [--rounds N] [--clients N] [--no-save]
 #   bash bench/citus.sh --backend N
 #
-# As root; PG_BIN as in test/lib/common.sh, with Citus 13.2 and this
+# As root; PG_BIN as in test/lib/common.sh (PostgreSQL 15 unless set), with
+# Citus (13.2.2 on 15, 14.0.1 on 16-18: ../shared/citus/build.sh) and this
 # extension installed there.  Starts test/citus/cluster.sh (1 coordinator +
 # 2 workers on loopback) in a temporary directory, applies README's
 # "Scaling out" recipe (payments by merchant_id, idempotency_keys by scope,

@@ -48,4 +48,9 @@
 #define IdemOwnsRelation(relid, roleid)	pg_class_ownercheck(relid, roleid)
 #endif
 
+/* c.h's Abs() is gone from 17 on. */
+#ifndef Abs
+#define Abs(x)			((x) >= 0 ? (x) : -(x))
+#endif
+
 #endif							/* IDEMPOTENCY_COMPAT_H */

@@ -669,7 +669,8 @@ idem_execute(PG_FUNCTION_ARGS)
 	ExecStatement st;
 	char	   *sql;
 	bool		code_null = PG_ARGISNULL(3);
-	Datum		code = code_null ? (Datum) 0 : PG_GETARG_DATUM(3);
+	/* volatile: gcc 15 warns that PG_TRY's longjmp may clobber it */
+	volatile Datum code = code_null ? (Datum) 0 : PG_GETARG_DATUM(3);
 	HeapTupleHeader result;
 
 	if (PG_ARGISNULL(4))

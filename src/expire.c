@@ -80,19 +80,37 @@ LocalShards(Oid nspid)
 	return shards;
 }
 
-/* Is idempotency_keys distributed by Citus (so that only shards hold rows)? */
+/*
+ * Is idempotency_keys a Citus table (so that only shards hold rows)?  Only
+ * one hash-distributed will do: its shards are expired on the node that
+ * holds them (LocalShards); a reference table's or a single-shard table's
+ * rows would have to be written through Citus, whose planner refuses the
+ * batch's FOR UPDATE SKIP LOCKED over a Citus table, so such a table is
+ * refused rather than left unexpired.  Called inside SPI.
+ */
 static bool
 Distributed(Oid nspid)
 {
 	Datum		arg = ObjectIdGetDatum(IdemKeysRelid(nspid));
+	bool		isnull;
+	char		method;
 
 	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
 		return false;
-	if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_dist_partition"
+	if (SPI_execute_with_args("SELECT partmethod FROM pg_catalog.pg_dist_partition"
 							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1",
 							  1, (Oid[]) {OIDOID}, &arg, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read pg_dist_partition");
-	return SPI_processed > 0;
+	if (SPI_processed == 0)
+		return false;
+	method = DatumGetChar(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (isnull || method != 'h')
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot expire idempotency_keys: it is a Citus table that is not hash-distributed"),
+				 errdetail("Expiry runs on each node's shards of the table distributed by scope."),
+				 errhint("Distribute the table with idem_distribute(), or undistribute it.")));
+	return true;
 }
 
 /* Run an expiry statement on the table (relation NULL) or on one shard */

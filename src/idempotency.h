@@ -284,10 +284,7 @@ typedef struct IdemShard
 
 extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
 extern bool IdemKeyShard(Oid nspid, text *scope, IdemShard *out);
-extern bool IdemCitusLocalAllowed(void);
-extern void IdemCitusHoldShard(int64 shardid);
-extern void IdemCitusEnsureLocal(void);
-extern void IdemCitusNoteLocal(bool wrote);
+extern void IdemCitusHoldShard(Oid nspid, int64 shardid);
 
 /* hash.c */
 extern PGDLLEXPORT bytea *IdemHashJsonb(Datum jsonb);	/* also bench/floor's */

@@ -9,12 +9,13 @@
  * caller of a key, wherever it runs, meets the same lock.  When the call
  * runs on that node itself (a call delegated by create_distributed_function,
  * or made on the worker), the lock can be taken here without a statement:
- * one statement fewer through Citus's planner and local executor for every
- * new key.  There too the key's row is read, and idem_execute's key row
- * written, on the shard's relation by name (store.c), with the check, the
- * locks and the transaction's records Citus's local execution would take
- * for them (not its tenant statistics).  This file answers the questions
- * both need and calls Citus for the rest.
+ * one statement fewer through Citus's planner for every new key.  Every
+ * statement on the key's row itself goes through Citus, which runs it on
+ * a shard of this node with its own local execution: Citus exports nothing
+ * on purpose that would let another module run a statement on a shard and
+ * record it as Citus records its own (so that the transaction's later
+ * statements see it, and it commits in two phases with another node's
+ * writes).
  *
  * It reads Citus's catalogs once per backend (SQL, as the caller: Citus
  * grants them to PUBLIC) and keeps, for idempotency_keys hash-distributed
@@ -36,22 +37,34 @@
  * Every statement on a key, here or through Citus, first holds the key's
  * shard with Citus's shard metadata lock until the transaction ends, once
  * per transaction (IdemCitusHoldShard), so that a shard move waits for
- * the transaction.
+ * the transaction.  The lock is taken through Citus's SQL-callable
+ * lock_shard_metadata(integer, bigint[]), the function a shard move itself
+ * calls on every node, found in pg_proc: from PostgreSQL 16 on Citus is
+ * built with hidden symbols, and only its SQL-callable functions stay
+ * exported.  Where Citus lacks that function, a statement on a key is
+ * refused rather than run without the hold.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "storage/lockdefs.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "idempotency.h"
@@ -227,103 +240,52 @@ IdemKeyShard(Oid nspid, text *scope, IdemShard *out)
 }
 
 /*
- * What Citus's local execution of a statement on a shard of this node does
- * besides running it, reached through what citus.so exports, as Citus 13
- * declares and numbers it: its setting citus.enable_local_execution (the
- * variable, read without the GUC lookup by name), its local execution
- * status of the transaction, its check that a statement may run here at
- * all (not inside a query on a shard), its shard metadata lock, its
- * two-phase commit flag, and its record that the transaction modified
- * data.  Looked up once per backend, and only for a Citus 13 (its
- * extension version); any other Citus, or one without all of them, gets no
- * statement on its shards from us.
+ * Citus's lock_shard_metadata(integer, bigint[]), found in pg_proc once
+ * per backend and again after any change to pg_proc (CREATE, ALTER or DROP
+ * EXTENSION citus change it).
  */
-typedef enum CitusLocalExecution
-{
-	CITUS_LOCAL_EXECUTION_REQUIRED,
-	CITUS_LOCAL_EXECUTION_OPTIONAL,
-	CITUS_LOCAL_EXECUTION_DISABLED
-} CitusLocalExecution;
+static bool lock_fn_known = false;
+static bool lock_fn_callback = false;
+static FmgrInfo lock_fn;
 
-#define CITUS_XACT_MODIFICATION_DATA 2	/* XactModificationType's value */
-
-static struct
-{
-	bool		known;
-	bool		usable;
-	CitusLocalExecution (*get_local_execution) (void);
-	void		(*set_local_execution) (CitusLocalExecution status);
-	void		(*ensure_execution_allowed) (bool is_remote);
-	void		(*lock_shard_metadata) (int64 shardid, LOCKMODE mode);
-	void		(*use_2pc) (void);
-	int		   *xact_modification_level;
-	bool	   *enable_local_execution; /* citus.enable_local_execution */
-}			citus;
-
-/* A symbol of citus.so (a function, or the variable's address), or NULL */
-static void *
-CitusSymbol(const char *name)
-{
-	return (void *) load_external_function("citus", name, false, NULL);
-}
-
-/* Is the Citus extension of this database a 13.x?  Inside SPI. */
-static bool
-CitusIs13(void)
-{
-	bool		isnull = true;
-	Datum		version = (Datum) 0;
-
-	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'citus'",
-					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-		version = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return !isnull && strncmp(TextDatumGetCString(version), "13.", 3) == 0;
-}
-
-/* Look Citus's functions up, once per backend; inside SPI */
 static void
-CitusLookUp(void)
+LockFnInvalidate(Datum arg, int cacheid, uint32 hashvalue)
 {
-	citus.known = true;
-	if (!CitusIs13())
-		return;
-	citus.get_local_execution = CitusSymbol("GetCurrentLocalExecutionStatus");
-	citus.set_local_execution = CitusSymbol("SetLocalExecutionStatus");
-	citus.ensure_execution_allowed = CitusSymbol("EnsureTaskExecutionAllowed");
-	citus.lock_shard_metadata = CitusSymbol("LockShardDistributionMetadata");
-	citus.use_2pc = CitusSymbol("Use2PCForCoordinatedTransaction");
-	citus.xact_modification_level = CitusSymbol("XactModificationLevel");
-	citus.enable_local_execution = CitusSymbol("EnableLocalExecution");
-	citus.usable = citus.get_local_execution != NULL && citus.set_local_execution != NULL &&
-		citus.ensure_execution_allowed != NULL && citus.lock_shard_metadata != NULL &&
-		citus.use_2pc != NULL && citus.xact_modification_level != NULL &&
-		citus.enable_local_execution != NULL;
+	lock_fn_known = false;
 }
 
-/*
- * May this transaction run a statement on a shard of this node itself
- * (store.c), as Citus's local execution would?  Not where Citus would run
- * it over a connection to this node instead: local execution switched off
- * (citus.enable_local_execution), or this transaction already reached
- * this node's shards over such a connection, whose writes this backend
- * cannot see.  Must be called inside SPI.
- */
-bool
-IdemCitusLocalAllowed(void)
+/* Find lock_shard_metadata, or refuse to go on without it */
+static void
+LockFnLookUp(void)
 {
-	if (!citus.known)
-		CitusLookUp();
-	return citus.usable && *citus.enable_local_execution &&
-		citus.get_local_execution() != CITUS_LOCAL_EXECUTION_DISABLED;
+	Oid			argtypes[2] = {INT4OID, INT8ARRAYOID};
+	Oid			fnoid;
+
+	if (!lock_fn_callback)
+	{
+		CacheRegisterSyscacheCallback(PROCOID, LockFnInvalidate, (Datum) 0);
+		lock_fn_callback = true;
+	}
+	fnoid = LookupFuncName(list_make2(makeString("pg_catalog"),
+									  makeString("lock_shard_metadata")),
+						   2, argtypes, true);
+	if (!OidIsValid(fnoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("Citus function lock_shard_metadata(integer, bigint[]) does not exist"),
+				 errdetail("A statement on a key holds the key's shard with it until the transaction ends, so that a shard move waits for the transaction; without it a move could let a retry run the payment again."),
+				 errhint("Use a Citus release that has it (13.2 or later).")));
+	fmgr_info_cxt(fnoid, &lock_fn, TopMemoryContext);
+	lock_fn_known = true;
 }
 
 /*
  * The shards this transaction holds (IdemCitusHoldShard), so that a
  * statement on a shard already held takes neither the lock nor the
- * invalidations again (Citus copies the shard's metadata at each lock:
- * about 7,000 instructions of a replay on a worker).  Forgotten when the
- * transaction ends (commit, abort or prepare) and when any subtransaction
- * aborts, which releases the locks taken in it.
+ * invalidations again (each call of lock_shard_metadata also reads
+ * pg_dist_shard for the shard's table and checks its owner).  Forgotten
+ * when the transaction ends (commit, abort or prepare) and when any
+ * subtransaction aborts, which releases the locks taken in it.
  */
 #define HELD_SHARDS 8
 
@@ -369,64 +331,70 @@ ShardHeldNow(int64 shardid)
 		held_shards[held_count++] = shardid;
 }
 
+/* The owner of relation relid */
+static Oid
+RelationOwner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
 /*
- * Hold shard shardid where it is until this transaction ends: Citus's shard
- * metadata lock (ShareLock), which every write through Citus takes and a
- * shard move or split takes on every node while it switches the shard's
- * placement (a move with block_writes from before its copy); then the
- * invalidations of a move that committed meanwhile are taken in, so the
- * shard's placement is read as it now stays.  Taken before the
- * transaction's first statement on the key's shard, it keeps every later
- * one on the same placement: Citus 13.2 sends a transaction's statements
- * on a shard over the connection its first one used, also after a move
- * switched the shard to another node (on a worker the placement keeps its
- * id), and a write would then go to the shard left behind, to be dropped
- * with it.  Once per shard and transaction.  Must be called inside SPI.
+ * Hold shard shardid of idempotency_keys (of the extension in schema
+ * nspid) where it is until this transaction ends: Citus's shard metadata
+ * lock (ShareLock), which every write through Citus takes and a shard move
+ * or split takes on every node while it switches the shard's placement (a
+ * move with block_writes from before its copy); then the invalidations of
+ * a move that committed meanwhile are taken in, so the shard's placement
+ * is read as it now stays.  Taken before the transaction's first statement
+ * on the key's shard, it keeps every later one on the same placement:
+ * Citus sends a transaction's statements on a shard over the connection
+ * its first one used, also after a move switched the shard to another node
+ * (on a worker the placement keeps its id), and a write would then go to
+ * the shard left behind, to be dropped with it.
+ *
+ * lock_shard_metadata lets only the owner of the shard's table lock it (so
+ * that no role blocks another's writes at will); the caller of a key
+ * function may be any role with rights on the table, and the lock is the
+ * one its own write through Citus takes, on a shard this function chose,
+ * so it is taken as the table's owner, in a restricted security context.
+ * Once per shard and transaction.
  */
 void
-IdemCitusHoldShard(int64 shardid)
+IdemCitusHoldShard(Oid nspid, int64 shardid)
 {
+	Datum		elem = Int64GetDatum(shardid);
+	ArrayType  *shards;
+	Oid			owner;
+	Oid			save_userid;
+	int			save_sec;
+
 	if (ShardHeld(shardid))
 		return;
-	if (!citus.known)
-		CitusLookUp();
-	if (!citus.usable)
-		return;
-	citus.lock_shard_metadata(shardid, ShareLock);
+	if (!lock_fn_known)
+		LockFnLookUp();
+	owner = RelationOwner(IdemKeysRelid(nspid));
+	shards = construct_array(&elem, 1, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+							 TYPALIGN_DOUBLE);
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	PG_TRY();
+	{
+		FunctionCall2(&lock_fn, Int32GetDatum(ShareLock), PointerGetDatum(shards));
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(save_userid, save_sec);
+	}
+	PG_END_TRY();
+	pfree(shards);
 	AcceptInvalidationMessages();
 	ShardHeldNow(shardid);
-}
-
-/*
- * Before a statement on a shard of this node: Citus's check that a
- * statement may run here (it raises Citus's error inside a query on a
- * shard, as the statement through Citus would).  Only after
- * IdemCitusLocalAllowed said yes.
- */
-void
-IdemCitusEnsureLocal(void)
-{
-	citus.ensure_execution_allowed(false);
-}
-
-/*
- * Record that this transaction ran a statement on a shard of this node
- * itself, as Citus records its own local execution: every later statement
- * of the transaction on this node's shards runs locally too, so it sees
- * what this backend wrote and does not wait on a lock this backend holds;
- * and after a write, the transaction commits with two-phase commit if it
- * also wrote on another node, and Citus refuses to copy or split shards
- * later in it (as after its own writes: the copy would miss the row).
- * Citus's tenant statistics (citus_stat_tenants) do not count these
- * statements.  Only after IdemCitusLocalAllowed said yes.
- */
-void
-IdemCitusNoteLocal(bool wrote)
-{
-	citus.set_local_execution(CITUS_LOCAL_EXECUTION_REQUIRED);
-	if (wrote)
-	{
-		citus.use_2pc();
-		*citus.xact_modification_level = CITUS_XACT_MODIFICATION_DATA;
-	}
 }

@@ -15,12 +15,8 @@
  *
  * On Citus, every statement on a key first holds the key's shard where it
  * is until the transaction ends (Citus's shard metadata lock, which a shard
- * move or split waits for), and where the shard has its only placement on
- * this node, the key's read and idem_execute's key row run on the shard's
- * relation by name instead (ShardStmt), under the locks Citus's own local
- * execution takes for them, and recorded with Citus as it records its own
- * (the transaction's later statements on this node's shards stay local,
- * and it commits in two phases if it also wrote on another node).
+ * move or split waits for), then goes through Citus, which runs it on a
+ * shard of this node with its own local execution.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,7 +30,6 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
-#include "storage/lmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -444,40 +439,6 @@ static Oid	plans_nspid = InvalidOid;
 static SavedStmt saved[IDEM_NUM_STMTS];
 
 /*
- * On Citus, the statements that run on the key's shard where this node
- * holds it (ShardStmt), and how: the key's read, and idem_execute's key
- * row.
- */
-typedef enum ShardAccess
-{
-	SHARD_NONE,
-	SHARD_READ,
-	SHARD_WRITE
-} ShardAccess;
-
-static const ShardAccess shard_access[IDEM_NUM_STMTS] = {
-	[IDEM_STMT_SELECT] = SHARD_READ,
-	[IDEM_STMT_INSERT_COMPLETED] = SHARD_WRITE,
-};
-
-/*
- * Their saved plans, by statement and shard: the oldest is replaced when
- * all are taken.
- */
-#define SHARD_PLANS 64
-
-typedef struct ShardPlan
-{
-	IdemStmt	stmtid;
-	Oid			relid;			/* the shard's relation */
-	int64		shardid;
-	SavedStmt	stmt;
-} ShardPlan;
-
-static ShardPlan shard_plans[SHARD_PLANS];
-static int	shard_plans_next = 0;
-
-/*
  * The table, and whether it has the due_at column of 0.3.0: both looked
  * up again after a relcache invalidation of the table (ALTER EXTENSION ...
  * UPDATE changes it, DROP EXTENSION drops it), and then the saved plans
@@ -521,13 +482,6 @@ FreePlans(void)
 		if (saved[i].plan != NULL)
 			SPI_freeplan(saved[i].plan);
 		saved[i].plan = NULL;
-	}
-	for (int i = 0; i < SHARD_PLANS; i++)
-	{
-		if (shard_plans[i].stmt.plan != NULL)
-			SPI_freeplan(shard_plans[i].stmt.plan);
-		shard_plans[i].stmt.plan = NULL;
-		shard_plans[i].relid = InvalidOid;
 	}
 }
 
@@ -1150,20 +1104,23 @@ IdemRlsApplies(Oid nspid)
 
 /*
  * Should the statement run with its scope written into its text?  On Citus,
- * the complete of a key whose shard is on this node (the call was
- * delegated, or made on that worker).  Citus 13.2 plans a statement whose
- * distribution column is compared with a constant straight on the local
- * shard; compared with a parameter, it plans the statement for the table,
- * and at each execution deparses it for the shard and parses and plans that
- * text again (its cache of such plans, for a saved generic plan, never
- * hits: see PlanOptionsNow).  Parsing our text once per call costs less.
- * Elsewhere, and on a plain server, the saved plan is cheaper.  (The read
- * does better still: ShardStmt.)
+ * the key's read (a claim's, idem_execute's, idem_lookup's) and its
+ * complete, where the key's shard is on this node (the call was delegated,
+ * or made on that worker).  Citus (13.2 and 14.0) plans a SELECT, UPDATE
+ * or DELETE whose distribution column is compared with a constant straight
+ * on the local shard (its local fast path); compared with a parameter, it
+ * plans the statement for the table, and at each execution deparses it for
+ * the shard and parses and plans that text again (its cache of such plans,
+ * for a saved generic plan, never hits: see PlanOptionsNow).  Parsing our
+ * text once per call costs less.  An INSERT is planned the second way
+ * whatever its values, so the key row's INSERT keeps its parameters.
+ * Elsewhere, and on a plain server, the saved plan is cheaper.
  */
 static bool
 ScopeInlined(IdemStmt stmt, const IdemShard *shard)
 {
-	return stmt == IDEM_STMT_COMPLETE && OidIsValid(shard->relid);
+	return (stmt == IDEM_STMT_SELECT || stmt == IDEM_STMT_LOOKUP ||
+			stmt == IDEM_STMT_COMPLETE) && OidIsValid(shard->relid);
 }
 
 /*
@@ -1192,129 +1149,6 @@ InlinedScopeRun(IdemStmt stmt, Oid nspid, const IdemArgs *args,
 								 read_only, count);
 }
 
-/*
- * Prepare and keep in slot the plan of stmt on the shard relation shard
- * (shard shardid) of the table in schema nspid; false if the relation is
- * gone meanwhile.
- */
-static bool
-PrepareShardPlan(ShardPlan *slot, IdemStmt stmt, Oid nspid, Oid shard, int64 shardid)
-{
-	char	   *nspname;
-	char	   *relname;
-	char	   *sql;
-	Oid			types[STMT_MAX_PARAMS];
-	SPIPlanPtr	plan;
-
-	if (slot->stmt.plan != NULL)
-		SPI_freeplan(slot->stmt.plan);
-	slot->stmt.plan = NULL;
-	slot->relid = InvalidOid;
-
-	nspname = get_namespace_name(nspid);
-	relname = get_rel_name(shard);
-	if (nspname == NULL || relname == NULL)
-		return false;
-	sql = psprintf(NumberParams(StmtSql(stmt), &slot->stmt, NULL),
-				   quote_qualified_identifier(nspname, relname));
-	ParamTypes(&slot->stmt, types);
-	plan = SPI_prepare(sql, slot->stmt.nparams, types);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for statement %d on shard %s: %s",
-			 (int) stmt, relname, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	slot->stmt.plan = plan;
-	slot->stmtid = stmt;
-	slot->relid = shard;
-	slot->shardid = shardid;
-	return true;
-}
-
-/*
- * Lock the relation of scope's shard on this node (shard) for a statement,
- * as ShardStmt says, then ask again whether it is still here (into shard);
- * false if not, and the statement goes through Citus.  Recorded with
- * Citus once it is.
- */
-static bool
-LockLocalShard(bool write, Oid nspid, text *scope, IdemShard *shard)
-{
-	Oid			relid = shard->relid;
-
-	IdemCitusEnsureLocal();
-	LockRelationOid(relid, write ? RowExclusiveLock : AccessShareLock);
-	AcceptInvalidationMessages();
-	if (!IdemKeyShard(nspid, scope, shard) || shard->relid != relid ||
-		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-	{
-		shard->relid = InvalidOid;
-		return false;
-	}
-	IdemCitusNoteLocal(write);
-	return true;
-}
-
-/* The saved plan of stmt on shard (shard shardid), prepared on first use */
-static const SavedStmt *
-ShardPlanFor(IdemStmt stmt, Oid nspid, Oid shard, int64 shardid)
-{
-	ShardPlan  *slot;
-
-	for (int i = 0; i < SHARD_PLANS; i++)
-	{
-		slot = &shard_plans[i];
-		if (slot->stmtid == stmt && slot->relid == shard &&
-			slot->shardid == shardid && slot->stmt.plan != NULL)
-			return &slot->stmt;
-	}
-	slot = &shard_plans[shard_plans_next];
-	shard_plans_next = (shard_plans_next + 1) % SHARD_PLANS;
-	return PrepareShardPlan(slot, stmt, nspid, shard, shardid) ? &slot->stmt : NULL;
-}
-
-/*
- * On Citus, the saved plan of a statement of shard_access on the key's
- * shard (shard, of scope), where this node holds it (its only placement);
- * NULL elsewhere, and the statement goes through Citus.
- *
- * The statement names the shard's relation: it is what Citus's local
- * execution runs, without Citus planning it for the distributed table,
- * deparsing it for the shard and parsing and planning that text again at
- * every call (callgrind, on a worker, instructions of an idem_execute: the
- * key's read 309,000 against about 45,000 here, the key row's INSERT
- * 590,000 against 70,000).  The shard is the distributed table's own
- * storage, with its privileges, constraints and row level security
- * policies, which Citus keeps on every shard for that execution.  Only
- * where Citus would itself run the statement here (local execution on,
- * and this transaction not already on this node's shards over a
- * connection, whose writes this backend would not see), and recorded with
- * Citus as its local execution records its own.
- *
- * IdemExecute has already held the key's shard where it is until the
- * transaction ends (IdemCitusHoldShard: Citus's shard metadata lock, which
- * a shard move or split takes on every node while it switches the shard's
- * placement), so a move waits for the transaction, and the transaction's
- * statements after one that committed before see it.  Here then Citus's
- * check that a statement may run here
- * (not inside a query on a shard: Citus's error, as through Citus); the
- * shard is locked and invalidations taken in before the list of local
- * shards is asked again, so a move or drop that committed before is seen,
- * and the shard cannot be dropped under the statement; if the shard is no
- * longer here, the statement goes through Citus to its new placement.
- */
-static const SavedStmt *
-ShardStmt(IdemStmt stmt, Oid nspid, text *scope, IdemShard *shard)
-{
-	ShardAccess access = shard_access[stmt];
-
-	if (access == SHARD_NONE || !OidIsValid(shard->relid) ||
-		!IdemCitusLocalAllowed() ||
-		!LockLocalShard(access == SHARD_WRITE, nspid, scope, shard))
-		return NULL;
-	return ShardPlanFor(stmt, nspid, shard->relid, shard->shardid);
-}
-
 /* The statement's :scope argument; NULL if it has none */
 static text *
 ScopeArg(const IdemArgs *args)
@@ -1338,15 +1172,13 @@ IdemPrepare(IdemStmt stmt, Oid nspid)
 /*
  * Run a saved statement with args; returns SPI_processed.  On Citus, a
  * statement on a key first holds the key's shard where it is until the
- * transaction ends (IdemCitusHoldShard), then runs on the shard's relation
- * here (ShardStmt), or through Citus.
+ * transaction ends (IdemCitusHoldShard), then runs through Citus.
  */
 int
 IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 			long count)
 {
 	const SavedStmt *s = SavedPlan(stmt, nspid);
-	const SavedStmt *local = NULL;
 	text	   *scope = ScopeArg(args);
 	IdemShard	shard = {0};
 	Datum		values[STMT_MAX_PARAMS];
@@ -1354,13 +1186,8 @@ IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 	int			rc;
 
 	if (scope != NULL && IdemKeyShard(nspid, scope, &shard))
-	{
-		IdemCitusHoldShard(shard.shardid);
-		local = ShardStmt(stmt, nspid, scope, &shard);
-	}
-	if (local != NULL)
-		s = local;
-	else if (ScopeInlined(stmt, &shard))
+		IdemCitusHoldShard(nspid, shard.shardid);
+	if (ScopeInlined(stmt, &shard))
 	{
 		rc = InlinedScopeRun(stmt, nspid, args, read_only, count);
 		if (rc < 0)
@@ -1485,12 +1312,13 @@ static const char *const row_column_names[ROW_NCOLUMNS] = {
 
 /*
  * Their numbers in the row types read lately: the table's, and on Citus
- * each local shard's (a shard made after a column was dropped from the
- * table numbers its columns without the gap), as many as the shard plans
- * kept.  Each is known by its type cache entry's identifier, which changes
- * whenever the type's columns do.
+ * those of the shards Citus's local execution read the row from (a shard
+ * made after a column was dropped from the table numbers its columns
+ * without the gap); the oldest is replaced when all are taken.  Each is
+ * known by its type cache entry's identifier, which changes whenever the
+ * type's columns do.
  */
-#define ROW_TYPES (SHARD_PLANS + 1)
+#define ROW_TYPES 64
 
 typedef struct RowType
 {

@@ -8,12 +8,22 @@
 # "not ok NAME", followed on failure by "# " lines saying why; run.sh
 # counts them.  Stops the cluster on the way out.
 #
-#   bash test/citus/checks.sh DIR        (as root; PG_BIN as in common.sh)
+#   bash test/citus/checks.sh DIR        (as root; PostgreSQL 15 by default)
+#   PG_BIN=/usr/lib/postgresql/18/bin bash test/citus/checks.sh DIR
+#   PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config bash test/citus/checks.sh DIR
+#
+# The server's version picks nothing here: Citus (13.2.2 on 15, 14.0.1 on
+# 16-18, ../shared/citus/build.sh) and this extension must be installed
+# into it.
 #
 # Nothing here assumes the machine's speed: waits poll with generous limits
 # and the loads are small (8 pgbench clients in all, 5 s).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ -z "${PG_BIN:-}" ] && [ -n "${PG_CONFIG:-}" ]; then
+	PG_BIN=$("$PG_CONFIG" --bindir) || exit 2
+	export PG_BIN
+fi
 # shellcheck source=test/lib/common.sh
 . "$here/../lib/common.sh"
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
@@ -404,7 +414,7 @@ fi
 
 # 9b. memory: a backend that runs the key functions on a worker, where
 # Citus executes their statements on local shards, does not grow with the
-# calls (Citus 13.2 kept a copy of a generic plan's shard plan per
+# calls (Citus 13.2.2 kept a copy of a generic plan's shard plan per
 # execution: 0.3.0 before the fix grew ~160 kB a call, ~60 MB here)
 # (worker2's session sets plan_cache_mode = force_generic_plan, which
 # outranks a plan's own choice of custom plans)
@@ -439,12 +449,12 @@ SQL
 memory_check
 
 # 9c. on worker1, idem_execute of a scope whose shard worker1 holds, with
-# a caller's statement that writes on worker2: the key row, written on the
-# local shard's relation (9e, not by Citus: no INSERT in its log of local
-# commands), is recorded with Citus as a local write, so
-# the transaction commits with two-phase commit (a PREPARE on worker2), and
-# a crash between the two nodes' commits cannot keep the payment without
-# its key
+# a caller's statement that writes on worker2: the key row goes through
+# Citus, which writes it on worker1's shard with its local execution (an
+# INSERT in its log of local commands) and so knows the transaction wrote
+# on two nodes: it commits with two-phase commit (a PREPARE on worker2),
+# and a crash between the two nodes' commits cannot keep the payment
+# without its key
 S_2L=$(scope_on worker1 tl-)
 S_2R=$(scope_on worker2 tr-)
 q worker1 -v s="$S_2L" -v m="$S_2R" >"$OUT/two-phase.log" 2>&1 <<'SQL'
@@ -457,13 +467,13 @@ SQL
 rc=$?
 prepared=$(grep -c 'PREPARE TRANSACTION' "$OUT/two-phase.log")
 committed=$(grep -c 'COMMIT PREPARED' "$OUT/two-phase.log")
-local_insert=$(grep -c 'executing the command locally: INSERT' "$OUT/two-phase.log")
+local_insert=$(grep -c 'executing the command locally: INSERT INTO [a-z_.]*idempotency_keys_' "$OUT/two-phase.log")
 kept=$(qv coordinator "SELECT (SELECT count(*) FROM idempotency_keys WHERE scope = '$S_2L' AND key = 't-1' AND status = 'completed')
 	|| ' ' || (SELECT count(*) FROM payments WHERE merchant_id = '$S_2R' AND key = 't-1')")
-if [ "$rc" -eq 0 ] && [ "$prepared" -ge 1 ] && [ "$committed" -ge 1 ] && [ "$local_insert" = 0 ] && [ "$kept" = "1 1" ]; then
-	ok "citus/two-phase-commit (idem_execute on worker1 of a scope it holds, its statement writing on worker2: the key row written on worker1's shard, the payment prepared and committed on worker2 in two phases)"
+if [ "$rc" -eq 0 ] && [ "$prepared" -ge 1 ] && [ "$committed" -ge 1 ] && [ "$local_insert" -ge 1 ] && [ "$kept" = "1 1" ]; then
+	ok "citus/two-phase-commit (idem_execute on worker1 of a scope it holds, its statement writing on worker2: the key row written on worker1's shard by Citus's local execution, the payment prepared and committed on worker2 in two phases)"
 else
-	notok citus/two-phase-commit "psql status $rc; PREPARE TRANSACTION: $prepared, COMMIT PREPARED: $committed (1 or more each); INSERTs Citus ran locally: $local_insert (0 wanted: the key row on the shard's relation); the key and the payment: ${kept:-none} (1 1 wanted):"
+	notok citus/two-phase-commit "psql status $rc; PREPARE TRANSACTION: $prepared, COMMIT PREPARED: $committed (1 or more each); key row INSERTs Citus ran locally: $local_insert (1 or more wanted); the key and the payment: ${kept:-none} (1 1 wanted):"
 	grep -vE '^(SET|$)' "$OUT/two-phase.log" | head -n 10 | sed 's/^/# /'
 fi
 
@@ -500,19 +510,20 @@ SQL
 }
 lock_local
 
-# 9e. on the node that holds the key's shard, idem_execute's new key row is
-# inserted into the shard's relation by name, not by Citus (no INSERT in
-# Citus's log of its local commands, and the shard's statistics count the
-# row), the key's read goes to the shard's relation too (no DEBUG2 line of
-# Citus's local execution for it, and the statistics of the shard's primary
-# key count the row fetched through it), and the complete carries the scope in its text, which Citus
-# plans on the shard at once (its DEBUG2 line says so) instead of
-# deparsing it at every execution; a scope with a quote, a backslash and a
-# percent sign is read back as it was written, and a scope on the other
-# worker is read through Citus with the saved plan
+# 9e. on the node that holds the key's shard, every statement on the key
+# runs in the caller's backend, through Citus's local execution: no
+# connection from worker1 to itself or elsewhere (none of Citus's remote
+# commands), the key's read and idem_execute's new key row in Citus's log
+# of local commands, the shard's statistics counting the row inserted and
+# the row fetched through its primary key; a scope with a quote, a
+# backslash and a percent sign is read back as it was written, the
+# complete carries the scope in its text, which Citus plans on the shard
+# at once (its DEBUG2 line says so) instead of deparsing it at every
+# execution; and a scope on the other worker goes over a connection there
+# (the call delegated there, the functions being distributed by now)
 read_local()
 {
-	local log=$OUT/read-local.log citus_insert inserted here fetched complete there
+	local log=$OUT/read-local.log new_insert new_read inserted here fetched complete remote there
 	q worker1 >"$log" 2>&1 <<'SQL'
 SELECT s AS scope FROM generate_series(1, 200) i, LATERAL (SELECT $q$rl'%s\$q$ || i AS s) x
 WHERE (SELECT groupid FROM pg_dist_placement
@@ -523,45 +534,51 @@ WHERE (SELECT groupid FROM pg_dist_placement
        WHERE shardid = get_shard_id_for_distribution_column('idempotency_keys', s))
     <> (SELECT groupid FROM pg_dist_local_group) LIMIT 1 \gset
 SELECT outcome FROM idem_execute('rl-1', '{"a": 1}', :'scope', 201, 'SELECT 1 AS one');
+SET citus.log_local_commands = on;
+SET citus.log_remote_commands = on;
 \echo NEW
 BEGIN;
-SET LOCAL citus.log_local_commands = on;
 SELECT outcome FROM idem_execute('rl-3', '{"a": 3}', :'scope', 201, 'SELECT 3 AS three');
 SELECT 'inserted ' || pg_stat_get_xact_tuples_inserted(format('idempotency_keys_%s',
     get_shard_id_for_distribution_column('idempotency_keys', :'scope'))::regclass);
 COMMIT;
-SET client_min_messages = debug2;
 \echo HERE
 BEGIN;
 SELECT outcome || ' ' || response::text FROM idem_execute('rl-1', '{"a": 1}', :'scope', 201, 'SELECT 1 AS one');
 SELECT 'fetched ' || pg_stat_get_xact_tuples_fetched(format('idempotency_keys_pkey_%s',
     get_shard_id_for_distribution_column('idempotency_keys', :'scope'))::regclass);
 COMMIT;
+SET client_min_messages = debug2;
 \echo COMPLETE
 BEGIN;
 SELECT outcome FROM idem_claim('rl-2', '{"a": 2}', :'scope');
 SELECT idem_complete('rl-2', 201, '{"two": 2}', :'scope');
 COMMIT;
+RESET client_min_messages;
 \echo THERE
 SELECT outcome FROM idem_execute('rl-1', '{"a": 1}', :'other', 201, 'SELECT 1 AS one');
-RESET client_min_messages;
+RESET citus.log_remote_commands;
+RESET citus.log_local_commands;
 SELECT 'rows ' || string_agg(key || ':' || status, ',' ORDER BY key) FROM idempotency_keys
 WHERE scope = :'scope';
 SQL
-	citus_insert=$(sed -n '/^NEW/,/^HERE/p' "$log" | grep -c 'executing the command locally: INSERT')
+	new_insert=$(sed -n '/^NEW/,/^HERE/p' "$log" | grep -c 'executing the command locally: INSERT INTO [a-z_.]*idempotency_keys_')
+	new_read=$(sed -n '/^NEW/,/^HERE/p' "$log" | grep -c 'executing the command locally: SELECT .* FROM [a-z_.]*idempotency_keys_')
 	inserted=$(sed -n 's/^ inserted \([0-9]*\)$/\1/p' "$log")
-	here=$(sed -n '/^HERE/,/^COMPLETE/p' "$log" | grep -c 'created local execution plan')
+	here=$(sed -n '/^HERE/,/^COMPLETE/p' "$log" | grep -c 'executing the command locally: SELECT .* FROM [a-z_.]*idempotency_keys_')
 	fetched=$(sed -n 's/^ fetched \([0-9]*\)$/\1/p' "$log")
 	complete=$(sed -n '/^COMPLETE/,/^THERE/p' "$log" | grep -c 'created local execution plan')
-	there=$(sed -n '/^THERE/,$p' "$log" | grep -c 'created local execution plan')
-	if [ "$here" = 0 ] && [ "${fetched:-0}" -ge 1 ] && [ "$complete" -ge 1 ] && [ "$there" = 0 ] &&
-		[ "$citus_insert" = 0 ] && [ "${inserted:-0}" -ge 1 ] &&
+	remote=$(sed -n '/^NEW/,/^THERE/p' "$log" | grep -c 'issuing ')
+	there=$(sed -n '/^THERE/,$p' "$log" | grep -c "on server .*:$WORKER2_PORT ")
+	if [ "$new_insert" -ge 1 ] && [ "$new_read" -ge 1 ] && [ "${inserted:-0}" -ge 1 ] &&
+		[ "$here" -ge 1 ] && [ "${fetched:-0}" -ge 1 ] && [ "$complete" -ge 1 ] &&
+		[ "$remote" = 0 ] && [ "$there" -ge 1 ] &&
 		grep -q '^ replay {"one": 1}$' "$log" &&
 		grep -q '^ rows rl-1:completed,rl-2:completed,rl-3:completed$' "$log" &&
 		[ "$(grep -c '^ new' "$log")" = 4 ]; then
-		ok "citus/read-local (on worker1, in a scope it holds, one with a quote, a backslash and a percent sign: idem_execute's new key row inserted on the shard's relation, not by Citus; the key's read on the shard's relation, $fetched row fetched through its primary key, none through Citus, its replay intact; the complete planned on the shard by Citus; of a scope on worker2, through the saved plan)"
+		ok "citus/read-local (on worker1, in a scope it holds, one with a quote, a backslash and a percent sign: idem_execute's key read and new key row run by Citus's local execution in the caller's backend, no remote command, $inserted row inserted into the shard, $fetched fetched through its primary key, the replay intact; the complete planned on the shard by Citus; a scope on worker2 sent there)"
 	else
-		notok citus/read-local "INSERTs Citus ran locally for the new key: $citus_insert (0 wanted), rows inserted into the shard's relation: ${inserted:-none} (1 or more), Citus shard plans for the local scope's replay: $here (0 wanted), rows fetched through the shard's primary key: ${fetched:-none} (1 or more), Citus shard plans for its claim and complete: $complete (1 or more), for the remote scope: $there (0 wanted):"
+		notok citus/read-local "for the new key, INSERTs and reads Citus ran locally: $new_insert, $new_read (1 or more each), rows inserted into the shard's relation: ${inserted:-none} (1 or more); for the replay, reads Citus ran locally: $here (1 or more), rows fetched through the shard's primary key: ${fetched:-none} (1 or more); Citus shard plans for its claim and complete: $complete (1 or more); remote commands for the local scope: $remote (0 wanted), for the scope on worker2: $there (1 or more):"
 		grep -vE 'DEBUG' "$log" | head -n 10 | sed 's/^/# /'
 	fi
 }
@@ -699,6 +716,33 @@ else
 	done | sed 's/^/# /'
 fi
 
+# 12a. expiry refuses a Citus table it cannot reach shard by shard: in a
+# database of its own on the coordinator, idempotency_keys made a reference
+# table; idem_expire() raises 0A000 rather than run its batch through Citus
+# (FOR UPDATE over a Citus table) or expire nothing without a word
+expiry_refused()
+{
+	local check=citus/expiry-refused log=$OUT/expiry-refused.log
+	# left in place, as citus/upgrade leaves its database: dropping it would
+	# end Citus's maintenance daemon there (a FATAL in the log citus/logs reads)
+	qv coordinator "CREATE DATABASE idem_ref" >/dev/null 2>&1
+	QDB=idem_ref q coordinator -v ON_ERROR_STOP=0 -v VERBOSITY=sqlstate >"$log" 2>&1 <<SQL
+CREATE EXTENSION citus;
+CREATE EXTENSION idempotency;
+SELECT citus_set_coordinator_host('127.0.0.1', $COORDINATOR_PORT);
+SELECT create_reference_table('idempotency_keys');
+SELECT 'method ' || partmethod::text FROM pg_dist_partition WHERE logicalrelid = 'idempotency_keys'::regclass;
+SELECT idem_expire();
+SQL
+	if grep -q '^ method n$' "$log" && grep -q '^ERROR:  0A000' "$log" && [ "$(grep -c '^ERROR' "$log")" = 1 ]; then
+		ok "$check (idempotency_keys as a reference table: idem_expire() refused with 0A000)"
+	else
+		notok "$check" "wanted the table's partmethod n and one ERROR 0A000 from idem_expire():"
+		grep -vE '^(CREATE|$)' "$log" | head -n 10 | sed 's/^/# /'
+	fi
+}
+expiry_refused
+
 # 12b. idempotency_stats on the coordinator: table_bytes is every shard on
 # every node (idem_table_bytes), not the coordinator's empty shell
 stats=$(qv coordinator "SELECT format('%s %s %s', s.table_bytes,
@@ -713,12 +757,13 @@ else
 fi
 
 # 12c. a shard move while worker1 writes key rows on its own shard: a new
-# key's row written on the shard's relation (9e) takes Citus's shard
-# metadata lock first, as Citus's writes do, so a move (block_writes) waits
-# for a transaction that wrote one (A), and a new key on that shard (C)
-# waits for the move to commit and then goes to the new placement.  Without
-# the lock the move does not wait for A: it copies the shard without A's
-# row, which A then commits to the old shard, and A's key is lost
+# key's first statement takes Citus's shard metadata lock
+# (lock_shard_metadata) and holds it to the end of the transaction, as
+# Citus's own writes do, so a move (block_writes) waits for a transaction
+# that wrote one (A), and a new key on that shard (C) waits for the move to
+# commit and then goes to the new placement.  Without the lock the move
+# does not wait for A: it copies the shard without A's row, which A then
+# commits to the old shard, and A's key is lost
 write_local_move()
 {
 	local check=citus/write-local-move s shard a b c blocked waited=no i state rows where
@@ -855,6 +900,31 @@ SQL
 	fi
 }
 hold_savepoint
+
+# 12f. without Citus's lock_shard_metadata(integer, bigint[]) (renamed in
+# a transaction on worker1, rolled back) a key function refuses (0A000)
+# rather than run its statements without the shard hold; with it back, the
+# same call works
+hold_refused()
+{
+	local check=citus/hold-refused s log=$OUT/hold-refused.log
+	s=$(scope_on worker2 hr-) || { notok "$check" "no scope on worker2"; return; }
+	q worker1 -v ON_ERROR_STOP=0 -v VERBOSITY=sqlstate -v s="$s" >"$log" 2>&1 <<'SQL'
+BEGIN;
+ALTER FUNCTION pg_catalog.lock_shard_metadata(integer, bigint[]) RENAME TO lock_shard_metadata_gone;
+SELECT 'gone ' || count(*) FROM idem_lookup('hr-1', :'s');
+ROLLBACK;
+SELECT 'back ' || count(*) FROM idem_lookup('hr-1', :'s');
+SQL
+	if grep -q '^ERROR:  0A000' "$log" && ! grep -q '^ gone' "$log" && grep -q '^ back 0$' "$log" &&
+		[ "$(grep -c '^ERROR' "$log")" = 1 ]; then
+		ok "$check (worker1, lock_shard_metadata renamed: idem_lookup of a key on worker2 refused with 0A000; renamed back, it answers)"
+	else
+		notok "$check" "wanted one ERROR 0A000 while the function was renamed, then an answer:"
+		grep -vE '^(BEGIN|ALTER|ROLLBACK|$)' "$log" | head -n 10 | sed 's/^/# /'
+	fi
+}
+hold_refused
 
 # 13. the tenant recipe (docs/tenants.md)
 if q coordinator -f "$DIR/sql/tenants_setup.sql" >"$OUT/tenants-setup.log" 2>&1; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/citus/cluster.sh: a throwaway Citus cluster of PostgreSQL 15 on loopback,
+# test/citus/cluster.sh: a throwaway Citus cluster on loopback,
 # 1 coordinator + 2 workers, with citus and idempotency in every node's
 # database "postgres".
 #
@@ -7,9 +7,11 @@
 #   bash test/citus/cluster.sh stop DIR
 #   bash test/citus/cluster.sh psql DIR [coordinator|worker1|worker2] [psql args...]
 #
-# As root.  Needs Citus 13.2 installed into the PostgreSQL 15 of PG_BIN
-# (default Debian's; ../shared/citus/build.sh) and this extension installed
-# there (make install).  Log lines carry the backend type (%b), so that
+# As root.  The server: PG_BIN (a PostgreSQL bin directory), else
+# PG_CONFIG's --bindir, else Debian's PostgreSQL 15 (test/lib/common.sh).
+# Needs Citus installed into it (13.2.2 on 15, 14.0.1 on 16-18:
+# PG_CONFIG=... ../shared/citus/build.sh) and this extension installed
+# there (make PG_CONFIG=... install).  Log lines carry the backend type (%b), so that
 # background workers' lines can be told from client backends'.
 # The servers run as the postgres OS user; their data directories, logs and
 # Unix sockets live under DIR (created if missing, then given to postgres).
@@ -22,6 +24,10 @@
 # server under DIR (fast shutdown, then SIGQUIT for any that remain).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ -z "${PG_BIN:-}" ] && [ -n "${PG_CONFIG:-}" ]; then
+	PG_BIN=$("$PG_CONFIG" --bindir) || exit 2
+	export PG_BIN
+fi
 # shellcheck source=test/lib/common.sh
 . "$here/../lib/common.sh"
 
