@@ -146,6 +146,22 @@ CREATE TRIGGER idempotency_row_security_restored
     FOR EACH STATEMENT EXECUTE FUNCTION idem_row_security_restored();
 
 /*
+ * The key's lock on Citus: a claim routes a statement to the node that
+ * holds the key's shard, and this takes the lock there, under that node's
+ * secret and with a lock tag no SQL function takes (claim.c).  It replaces
+ * pg_advisory_xact_lock() on an id the caller computed, which any role
+ * that read the id in pg_locks could take and hold.
+ */
+CREATE FUNCTION idem_key_lock(scope text, key text, mode integer)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'idem_key_lock'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION idem_key_lock(text, text, integer) IS
+    'The key lock of (scope, key) on this node: mode 0 waits, 1 tries, 2 tests (internal: claims route it to the key''s shard)';
+REVOKE ALL ON FUNCTION idem_key_lock(text, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem_key_lock(text, text, integer) TO idempotency_app;
+
+/*
  * What the functions refuse to store, the table refuses too: a role that
  * writes the table directly (a tenant holds UPDATE) cannot store a
  * response, recovery point or request hash that pg_dump could not write

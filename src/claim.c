@@ -47,7 +47,6 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
@@ -71,14 +70,8 @@ PG_FUNCTION_INFO_V1(idem_claim);
 /* Key locks a transaction holds at most (see the top of the file) */
 #define CLAIM_MAX_KEY_LOCKS 64
 
-/* Seed of the key lock's hash ("idem") */
-#define CLAIM_LOCK_SEED UINT64CONST(0x6964656d)
-
 /* Fourth locktag field of key locks on a plain server (SQL uses 1 and 2) */
 #define CLAIM_LOCKTAG_KIND 0x1de5
-
-/* ... and on Citus: pg_advisory_xact_lock(bigint)'s, as its statement takes it */
-#define CLAIM_LOCKTAG_SQL 1
 
 /* Do the stored and the given request hashes count as the same request? */
 static bool
@@ -218,45 +211,27 @@ IdemClaimInit(void)
 }
 
 /*
- * The key's lock id.  On a plain server, a keyed hash under a secret of
- * this server (IdemKeyLockId), so that no role can compute another
- * scope's key lock id, or a key of its own that shares one; pg_locks shows
- * the id, and the lock is one SQL cannot take (see LockKeyHere).  On Citus
- * the id must be the same on every node, which holds no shared secret: a
- * 64-bit hash of the scope, then the key.
- */
-static int64
-KeyLockId(text *scope, text *key)
-{
-	uint64		h;
-
-	if (!IdemCitusPresent())
-		return IdemKeyLockId(scope, key);
-	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(scope),
-							VARSIZE_ANY_EXHDR(scope), CLAIM_LOCK_SEED);
-	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
-							VARSIZE_ANY_EXHDR(key), h);
-	return (int64) h;
-}
-
-/*
- * The key lock statement's work, with no statement to start: an advisory
- * lock of this database.  On a plain server its fourth locktag field is
- * CLAIM_LOCKTAG_KIND, which no SQL function takes (pg_advisory_lock() and
- * its kin use 1 and 2), so that no role can take or hold another scope's
- * key lock with them; pg_locks shows it as locktype advisory, objsubid
- * CLAIM_LOCKTAG_KIND.  On the Citus node that holds the key's shard it is
- * CLAIM_LOCKTAG_SQL, the lock LockKeyRouted's statement takes there with
- * pg_advisory_xact_lock(bigint), so that both ways meet.
+ * The key's lock: an advisory lock of this database on the key's lock id,
+ * a keyed hash of (scope, key) under a secret of this server
+ * (IdemKeyLockId), so that no role can compute another scope's key lock
+ * id, or a key of its own that shares one, although pg_locks shows it.
+ * Its fourth locktag field is CLAIM_LOCKTAG_KIND, which no SQL function
+ * takes (pg_advisory_lock() and its kin use 1 and 2), so that no role can
+ * take or hold another scope's key lock with them; pg_locks shows it as
+ * locktype advisory, objsubid CLAIM_LOCKTAG_KIND.  On Citus it is taken on
+ * the node that holds the key's shard, with that node's secret: here when
+ * the shard is here, else by idem_key_lock() in a statement Citus routes
+ * there (LockKeyRouted), so that every caller of a key meets the same lock.
  */
 static bool
-LockKeyHere(IdemStmt stmt, int64 id, uint16 kind)
+LockKeyHere(IdemStmt stmt, text *scope, text *key)
 {
 	LOCKTAG		tag;
 	LockAcquireResult res;
+	int64		id = IdemKeyLockId(scope, key);
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
-						 (uint32) id, kind);
+						 (uint32) id, CLAIM_LOCKTAG_KIND);
 	res = LockAcquire(&tag, ExclusiveLock, false, stmt != IDEM_STMT_LOCK_KEY);
 	if (res == LOCKACQUIRE_NOT_AVAIL)
 		return false;
@@ -270,15 +245,35 @@ LockKeyHere(IdemStmt stmt, int64 id, uint16 kind)
  * taken on the node that holds the key's shard, wherever this runs.
  */
 static bool
-LockKeyRouted(IdemClaimArgs *a, IdemStmt stmt, int64 id)
+LockKeyRouted(IdemClaimArgs *a, IdemStmt stmt)
 {
 	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
 	bool		isnull;
 
-	IdemArg(&args, IDEM_PARAM_LOCK_ID, Int64GetDatum(id));
 	IdemExecute(stmt, a->nspid, &args, false, 0);
-	return stmt == IDEM_STMT_LOCK_KEY ||
-		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * idem_key_lock(scope, key, mode): the key's lock, on this node (the
+ * statement LockKeyRouted sends runs it on the node that holds the key's
+ * shard).  mode 0 waits for it, 1 tries it, 2 tries it and lets it go
+ * (is it free?); returns whether it was had.
+ */
+PG_FUNCTION_INFO_V1(idem_key_lock);
+Datum
+idem_key_lock(PG_FUNCTION_ARGS)
+{
+	int32		mode = PG_GETARG_INT32(2);
+
+	if (mode < 0 || mode > 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid key lock mode %d", mode),
+				 errhint("The mode is 0 (wait), 1 (try) or 2 (probe).")));
+	PG_RETURN_BOOL(LockKeyHere(mode == 0 ? IDEM_STMT_LOCK_KEY :
+							   mode == 1 ? IDEM_STMT_TRY_LOCK_KEY : IDEM_STMT_PROBE_LOCK_KEY,
+							   PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1)));
 }
 
 /*
@@ -292,7 +287,6 @@ bool
 IdemLockKey(IdemClaimArgs *a, bool wait)
 {
 	IdemStmt	stmt;
-	int64		id = KeyLockId(a->scope, a->key);
 	bool		got;
 
 	KeyLocksSync();
@@ -303,12 +297,10 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 	else
 		stmt = IDEM_STMT_PROBE_LOCK_KEY;
 
-	if (!IdemCitusPresent())
-		got = LockKeyHere(stmt, id, CLAIM_LOCKTAG_KIND);
-	else if (IdemKeyShardIsLocal(a->nspid, a->scope))
-		got = LockKeyHere(stmt, id, CLAIM_LOCKTAG_SQL);
+	if (!IdemCitusPresent() || IdemKeyShardIsLocal(a->nspid, a->scope))
+		got = LockKeyHere(stmt, a->scope, a->key);
 	else
-		got = LockKeyRouted(a, stmt, id);
+		got = LockKeyRouted(a, stmt);
 	if (got && stmt != IDEM_STMT_PROBE_LOCK_KEY)
 		key_locks++;
 	return got;

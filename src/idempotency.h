@@ -131,7 +131,6 @@ typedef enum IdemParam
 	IDEM_PARAM_RETRYABLE,		/* bool */
 	IDEM_PARAM_RECLAIM,			/* bool: stale_policy is reclaim */
 	IDEM_PARAM_RECOVERY_POINT,	/* text, may be null */
-	IDEM_PARAM_LOCK_ID,			/* int8: the key lock's id */
 	IDEM_PARAM_BATCH_SIZE,		/* int8: rows at most */
 	IDEM_PARAM_STAMPED,			/* timestamptz: the time a write was stamped with */
 	IDEM_PARAM_SHIFT,			/* float8: seconds its times move forward */

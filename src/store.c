@@ -72,7 +72,6 @@ static const struct
 	[IDEM_PARAM_RETRYABLE] = {"retryable", BOOLOID},
 	[IDEM_PARAM_RECLAIM] = {"reclaim", BOOLOID},
 	[IDEM_PARAM_RECOVERY_POINT] = {"recovery_point", TEXTOID},
-	[IDEM_PARAM_LOCK_ID] = {"lock_id", INT8OID},
 	[IDEM_PARAM_BATCH_SIZE] = {"batch_size", INT8OID},
 	[IDEM_PARAM_STAMPED] = {"stamped", TIMESTAMPTZOID},
 	[IDEM_PARAM_SHIFT] = {"shift", FLOAT8OID},
@@ -83,6 +82,8 @@ static const struct
 
 /* The table, schema-qualified (or, for expiry on Citus, one of its shards) */
 #define KEYS	"%1$s"
+/* The extension's schema, quoted (only in statements run on the table) */
+#define NSP		"%2$s"
 #define EQ		" OPERATOR(pg_catalog.=) "
 #define NE		" OPERATOR(pg_catalog.<>) "
 #define LE		" OPERATOR(pg_catalog.<=) "
@@ -287,28 +288,26 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 		" WHERE due_at" EQ HELD_DUE_AT " LIMIT :batch_size FOR UPDATE SKIP LOCKED),"),
 
 	/*
-	 * The key's lock, taken before a claim writes the key's row, held to the
-	 * end of the transaction: a transaction-level advisory lock on a 64-bit
-	 * hash of (scope, key).  wait => false only tries it.  Read through the
-	 * key's row (count(*) always yields one row) so that, on a distributed
-	 * table, the statement runs where the row lives.
+	 * The key's lock on Citus, taken before a claim writes the key's row,
+	 * held to the end of the transaction, by idem_key_lock() on the node
+	 * that holds the key's shard (claim.c).  wait => false only tries it.
+	 * Read through the key's row (count(*) always yields one row) so that
+	 * Citus runs the statement where the row lives.
 	 */
 	[IDEM_STMT_LOCK_KEY] =
-	"SELECT pg_catalog.pg_advisory_xact_lock(:lock_id), pg_catalog.count(*)"
+	"SELECT " NSP ".idem_key_lock(:scope, :key, 0), pg_catalog.count(*)"
 	" FROM " KEYS WHERE_KEY,
 
 	[IDEM_STMT_TRY_LOCK_KEY] =
-	"SELECT pg_catalog.pg_try_advisory_xact_lock(:lock_id), pg_catalog.count(*)"
+	"SELECT " NSP ".idem_key_lock(:scope, :key, 1), pg_catalog.count(*)"
 	" FROM " KEYS WHERE_KEY,
 
 	/*
 	 * wait => false in a transaction that holds CLAIM_MAX_KEY_LOCKS already:
-	 * is the key's lock free?  Asked with a session-level try, released at
-	 * once (it shares the lock space with the transaction-level locks).
+	 * is the key's lock free?  Taken and released at once.
 	 */
 	[IDEM_STMT_PROBE_LOCK_KEY] =
-	"SELECT CASE WHEN pg_catalog.pg_try_advisory_lock(:lock_id)"
-	" THEN pg_catalog.pg_advisory_unlock(:lock_id) ELSE false END, pg_catalog.count(*)"
+	"SELECT " NSP ".idem_key_lock(:scope, :key, 2), pg_catalog.count(*)"
 	" FROM " KEYS WHERE_KEY,
 
 	/* wait => false, before updating a row: lock it, or learn who holds it */
@@ -858,7 +857,8 @@ SavedPlan(IdemStmt stmt, Oid nspid)
 		if (nspname == NULL)
 			elog(ERROR, "cache lookup failed for namespace %u", nspid);
 		sql = psprintf(NumberParams(StmtSql(stmt), s, NULL),
-					   psprintf("%s.idempotency_keys", quote_identifier(nspname)));
+					   psprintf("%s.idempotency_keys", quote_identifier(nspname)),
+					   quote_identifier(nspname));
 		ParamTypes(s, types);
 		plan = SPI_prepare_cursor(sql, s->nparams, types, plans_options);
 		if (plan == NULL)
@@ -1142,7 +1142,8 @@ InlinedScopeRun(IdemStmt stmt, Oid nspid, const IdemArgs *args,
 	if (nspname == NULL)
 		elog(ERROR, "cache lookup failed for namespace %u", nspid);
 	sql = psprintf(NumberParams(StmtSql(stmt), &s, quote_literal_cstr(scope)),
-				   psprintf("%s.idempotency_keys", quote_identifier(nspname)));
+				   psprintf("%s.idempotency_keys", quote_identifier(nspname)),
+				   quote_identifier(nspname));
 	ParamTypes(&s, types);
 	BindArgs(stmt, &s, args, values, nulls);
 	return SPI_execute_with_args(sql, s.nparams, types, values, nulls,

@@ -490,7 +490,7 @@ SET client_min_messages = log;
 \echo HERE
 BEGIN;
 SELECT outcome FROM idem_claim('lk-1', NULL, :'s1');
-SELECT 'held ' || count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1
+SELECT 'held ' || count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 7653
     AND pid = pg_backend_pid() AND granted;
 ROLLBACK;
 \echo THERE
@@ -498,8 +498,8 @@ BEGIN;
 SELECT outcome FROM idem_claim('lk-1', NULL, :'s2');
 ROLLBACK;
 SQL
-	here=$(sed -n '/^HERE/,/^THERE/p' "$log" | grep -c 'advisory_xact_lock')
-	there=$(sed -n '/^THERE/,$p' "$log" | grep -c 'advisory_xact_lock')
+	here=$(sed -n '/^HERE/,/^THERE/p' "$log" | grep -c 'idem_key_lock')
+	there=$(sed -n '/^THERE/,$p' "$log" | grep -c 'idem_key_lock')
 	if [ "$here" = 0 ] && [ "$there" -ge 1 ] && [ "$(grep -c '^ new' "$log")" = 2 ] &&
 		grep -q '^ held 1$' "$log"; then
 		ok "citus/lock-local (a claim on worker1 of a scope it holds takes the key lock with no statement, and holds it; of a scope on worker2, through the statement routed there)"
