@@ -278,6 +278,10 @@ idem_key_lock(PG_FUNCTION_ARGS)
 
 /*
  * Take the key's lock before writing its row (see the top of the file).
+ * On Citus, between the library's update and ALTER EXTENSION idempotency
+ * UPDATE (a schema without idem_key_lock()), a claim of a key whose shard
+ * is elsewhere takes no key lock: the primary key still lets one claim of
+ * the key commit, and wait => false may wait for a writer of the key.
  * With wait, waits for a transaction that holds it; without, returns false
  * at once when another transaction holds it.  Past CLAIM_MAX_KEY_LOCKS
  * locks in this transaction none is taken: with wait, nothing is done;
@@ -299,8 +303,10 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 
 	if (!IdemCitusPresent() || IdemKeyShardIsLocal(a->nspid, a->scope))
 		got = LockKeyHere(stmt, a->scope, a->key);
-	else
+	else if (IdemKeyLockFunctionExists(a->nspid))
 		got = LockKeyRouted(a, stmt);
+	else
+		return true;			/* a schema before 0.4.0 on Citus: see below */
 	if (got && stmt != IDEM_STMT_PROBE_LOCK_KEY)
 		key_locks++;
 	return got;

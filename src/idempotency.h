@@ -189,6 +189,7 @@ extern TupleDesc IdemResultDesc(FunctionCallInfo fcinfo);
 extern Datum IdemStatusValue(Oid typid, IdemStatus status);
 extern Oid	IdemKeysRelid(Oid nspid);
 extern bool IdemKeysHaveDueAt(Oid nspid);
+extern bool IdemKeyLockFunctionExists(Oid nspid);
 extern bool IdemCitusPresent(void);
 extern int	IdemPlanOptions(Oid nspid);
 extern int	IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls,

@@ -30,6 +30,8 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -103,10 +105,16 @@ static const struct
 	"pg_catalog.to_timestamp(" epoch " OPERATOR(pg_catalog.+) pg_catalog.date_part('epoch'," \
 	" expires_at OPERATOR(pg_catalog.-) locked_until))"
 
-/* column moved forward by seconds (float8), IMMUTABLE as SHIFTED_EXPIRY */
+/*
+ * column moved forward by seconds (float8); infinities and NULL stay.
+ * IMMUTABLE, as SHIFTED_EXPIRY, for Citus: the epoch is taken of an
+ * interval (date_part of a timestamptz is STABLE).
+ */
 #define SHIFTED(seconds, column) \
-	"pg_catalog.to_timestamp(pg_catalog.date_part('epoch', " column ")" \
-	" OPERATOR(pg_catalog.+) " seconds ")"
+	"CASE WHEN " column " IN ('infinity', '-infinity') THEN " column \
+	" ELSE pg_catalog.to_timestamp(pg_catalog.date_part('epoch', " column \
+	" OPERATOR(pg_catalog.-) '1970-01-01 00:00:00+00'::pg_catalog.timestamptz)" \
+	" OPERATOR(pg_catalog.+) " seconds ") END"
 
 /*
  * "The row is processing", for statements that find one row by its key.
@@ -446,6 +454,7 @@ static SavedStmt saved[IDEM_NUM_STMTS];
 static Oid	keys_relid = InvalidOid;
 static bool keys_shape_known = false;
 static bool keys_have_due_at = true;
+static bool keys_have_lock_function = true;	/* idem_key_lock(), 0.4.0 on */
 static bool keys_callback = false;
 
 /* Cursor options the saved plans were prepared with (IdemPlanOptions) */
@@ -719,11 +728,27 @@ IdemKeysHaveDueAt(Oid nspid)
 		if (has != keys_have_due_at || options != plans_options)
 			FreePlans();
 		keys_have_due_at = has;
+		keys_have_lock_function =
+			OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nspid)),
+												 makeString("idem_key_lock")),
+									  3, (Oid[]) {TEXTOID, TEXTOID, INT4OID}, true));
 		plans_options = options;
 		/* an invalidation taken in get_attnum cleared keys_relid: ask again next time */
 		keys_shape_known = (keys_relid == relid);
 	}
 	return keys_have_due_at;
+}
+
+/*
+ * Does the extension's schema have idem_key_lock() (0.4.0 on), which a
+ * claim on Citus routes to the key's shard?  Between the library's update
+ * and ALTER EXTENSION idempotency UPDATE it may not.
+ */
+bool
+IdemKeyLockFunctionExists(Oid nspid)
+{
+	(void) IdemKeysHaveDueAt(nspid);
+	return keys_have_lock_function;
 }
 
 /* The parameter a :name stands for */
