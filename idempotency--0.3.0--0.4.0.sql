@@ -168,9 +168,8 @@ GRANT EXECUTE ON FUNCTION idem_key_lock(text, text, integer) TO idempotency_app;
  * (each row in one piece of at most 1 GB).  Checked for the rows stored
  * before too (one read of the table): a row that breaks it would make
  * every restore of the table fail, and the update fails instead, naming
- * the constraint, until the row is mended.  Run under EXECUTE on the
- * coordinator only, as 0.2.0--0.3.0's table change is (Citus carries it
- * to the shards and the workers).
+ * the constraint, until the row is mended.  Not on a table Citus has
+ * distributed (see below).
  */
 CREATE FUNCTION idem_row_storable(response jsonb, recovery_point text)
 RETURNS boolean
@@ -183,12 +182,15 @@ GRANT EXECUTE ON FUNCTION idem_row_storable(jsonb, text) TO idempotency_app;
 
 DO $constraint$
 BEGIN
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-        IF (SELECT groupid OPERATOR(pg_catalog.<>) 0 FROM pg_catalog.pg_dist_local_group)
-           AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition
-                        WHERE logicalrelid OPERATOR(pg_catalog.=) '@extschema@.idempotency_keys'::regclass) THEN
-            RETURN;    -- a worker: the coordinator's change reaches its copy and shards
-        END IF;
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL
+       AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+                    WHERE logicalrelid OPERATOR(pg_catalog.=) '@extschema@.idempotency_keys'::regclass) THEN
+        -- distributed by Citus: the coordinator's ALTER TABLE reaches the
+        -- workers before their own update has made idem_row_storable(), and
+        -- fails there; a table distributed after a fresh 0.4.0 install has it
+        RAISE NOTICE 'idempotency_keys is distributed by Citus: its CHECK idempotency_keys_storable is not added by this update'
+            USING HINT = 'The functions still refuse what it refuses; README, Limitations.';
+        RETURN;
     END IF;
     EXECUTE 'ALTER TABLE @extschema@.idempotency_keys ADD CONSTRAINT idempotency_keys_storable'
             ' CHECK (@extschema@.idem_row_storable(response, recovery_point)'
