@@ -662,7 +662,7 @@ idem_execute(PG_FUNCTION_ARGS)
 	ExecStatement st;
 	char	   *sql;
 	bool		code_null = PG_ARGISNULL(3);
-	Datum		code = code_null ? (Datum) 0 : PG_GETARG_DATUM(3);
+	volatile Datum code = code_null ? (Datum) 0 : PG_GETARG_DATUM(3);
 	HeapTupleHeader result;
 
 	if (PG_ARGISNULL(4))
