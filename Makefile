@@ -32,18 +32,21 @@ ifdef WERROR
 PG_CFLAGS += -Werror
 endif
 
-# Tests, after make install (README.md, "Tests"):
+# Tests, after make install (README.md, "Tests"), with the PG_CONFIG of the
+# server to test:
 #   make installcheck        pg_regress over sql/ (expected/), then
 #                            pg_isolation_regress over test/specs/
 #                            (test/expected/), against the running server
 #                            (PGHOST, PGPORT), which needs the settings in
-#                            test/regress.conf
-#   make installcheck TEMP_INSTANCE=1
-#                            the same on private servers that pg_regress
-#                            starts with test/regress.conf (test/run.sh)
-#   make prove_installcheck  prove over test/t/*.pl; the TAP tests start
-#                            servers of their own from the installed
-#                            binaries (PROVE_TESTS=test/t/010_worker.pl: one)
+#                            test/regress.conf; then prove over test/t/*.pl
+#                            (TAP_TESTS), whose tests start servers of their
+#                            own from the installed binaries
+#   make installcheck TEMP_INSTANCE=1 TAP_TESTS=
+#                            pg_regress and isolation on private servers
+#                            that pg_regress starts with test/regress.conf
+#                            (test/run.sh: one of the two at a time)
+#   make prove_installcheck  the TAP tests alone
+#                            (PROVE_TESTS=test/t/010_worker.pl: one)
 REGRESS = setup claim record hash guc input expire stats execute execute_hostile \
 	attack_interval attack_execute attack_dump plans large_response
 ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
@@ -57,6 +60,7 @@ ifdef TEMP_INSTANCE
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
 ISOLATION_OPTS += --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf
 endif
+TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
 PG_CONFIG ?= pg_config

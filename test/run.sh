@@ -8,10 +8,10 @@
 # the tree to a temporary directory the postgres OS user owns, and runs the
 # suites there on throwaway servers as that user.
 #   15  on this machine (Debian bookworm's postgresql-15): every suite
-#   17  in a Debian trixie chroot: regress isolation pgtap tap package
+#   17  in a Debian trixie chroot: regress isolation pgtap tap package bench
 #   18  in a Debian forky chroot: the same and valgrind
 #   19  in a Debian forky chroot with experimental's postgresql-19:
-#       regress isolation tap package, and pgtap when Debian ships a
+#       regress isolation tap package bench, and pgtap when Debian ships a
 #       postgresql-19-pgtap (it does not yet: counted as skipped)
 # test/lib/chroot.sh makes each chroot with debootstrap --variant=minbase
 # from the mirror of this machine's apt sources (the base system cached as
@@ -88,6 +88,7 @@ note() { printf '  (%s)\n' "$*"; }
 finish()
 {
 	echo
+	[ -n "$VERSION_SUMMARY" ] && echo "versions run: $VERSION_SUMMARY"
 	[ -n "$FAILURES" ] && echo "failed:$FAILURES"
 	if [ "$SKIPPED" -gt 0 ]; then
 		echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
@@ -179,13 +180,13 @@ count_regress()
 }
 
 # One pg_regress suite: make installcheck TEMP_INSTANCE=1 (private server,
-# test/regress.conf), with the other suite's list blanked out.
+# test/regress.conf), with the other suite's list and TAP_TESTS blanked out.
 # $1: suite name, $2: the make variable to blank out so only this suite runs,
 # $3: where its regression.diffs lands, relative to $WORK.
 run_installcheck()
 {
 	local suite=$1 other=$2 diffs=$WORK/$3 rc
-	run_logged "$WORK/$suite.log" "${MAKE_PG[@]}" installcheck TEMP_INSTANCE=1 "$other="
+	run_logged "$WORK/$suite.log" "${MAKE_PG[@]}" installcheck TEMP_INSTANCE=1 "$other=" TAP_TESTS=
 	rc=$?
 	count_regress "$suite" "$WORK/$suite.log"
 	if [ -f "$diffs" ]; then
@@ -644,10 +645,11 @@ suite_citus()
 
 ALL_SUITES="regress isolation pgtap tap http package bench valgrind citus"
 # The versions, and the suites each runs by default (test/lib/chroot.sh
-# says where each comes from).  Every SQL-level suite on every version;
-# valgrind on 15 and 18; http, bench and citus on 15 only.  citus on 17 and
-# 18 (Citus 14.0.1): IDEM_CITUS_VERSIONS="15 17 18" or by name
-# (PG_MAJOR=18 bash test/run.sh citus).
+# says where each comes from).  Every SQL-level suite and bench's
+# exactly-once check on every version; valgrind on 15 and 18; http and
+# citus on 15 only.  citus on 17 and 18 (Citus 14.0.1):
+# IDEM_CITUS_VERSIONS="15 17 18" or by name (PG_MAJOR=18 bash test/run.sh
+# citus).
 ALL_VERSIONS="15 17 18 19"
 IDEM_CITUS_VERSIONS=${IDEM_CITUS_VERSIONS:-15}
 default_suites()
@@ -655,8 +657,8 @@ default_suites()
 	local s
 	case $1 in
 	15) s="regress isolation pgtap tap http package bench valgrind" ;;
-	18) s="regress isolation pgtap tap package valgrind" ;;
-	*) s="regress isolation pgtap tap package" ;;
+	18) s="regress isolation pgtap tap package bench valgrind" ;;
+	*) s="regress isolation pgtap tap package bench" ;;
 	esac
 	case " $IDEM_CITUS_VERSIONS " in *" $1 "*) s="$s citus" ;; esac
 	echo "$s"
@@ -691,6 +693,7 @@ run_one_version()
 	local suites=$1 log
 	echo "idempotency test run: PostgreSQL $PG_MAJOR ($(host_codename)), $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, suites: $suites"
 	START=$SECONDS
+	VERSION_SUMMARY="pg$PG_MAJOR on $(host_codename)"
 	PGTAP_MISSING=""
 	log=$(mktemp /tmp/idempotency-install.XXXXXX)
 	# shellcheck disable=SC2086
@@ -750,7 +753,7 @@ VERSION_SUMMARY=""
 # run's own stay the only ones: "N passed, N failed" -> "pgN summary: ...".
 relabel()
 {
-	sed -u -E -e "s/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/  pg$1 summary: \1 ok, \2 failed, \3 skipped/" \
+	sed -u -E -e "s/^versions run: /  pg$1 run: /" -e "s/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/  pg$1 summary: \1 ok, \2 failed, \3 skipped/" \
 		-e "s/^([0-9]+) passed, ([0-9]+) failed$/  pg$1 summary: \1 ok, \2 failed/" \
 		-e "s/^failed:(.*)/  pg$1 failed:\1/"
 }
@@ -805,6 +808,7 @@ run_in_chroot()
 			FAILED=$((FAILED + 1))
 			FAILURES="$FAILURES pg$v/chroot"
 			printf '  FAILED  pg%s/chroot\n' "$v"
+			VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v $suite (chroot failed)"
 		fi
 		chroot_remove "$root"
 		CHROOT_ROOT=""
@@ -844,7 +848,6 @@ run_all_versions()
 	rm -rf "$RUNDIR"
 	echo
 	echo "took $((SECONDS - START)) s"
-	echo "versions run: $VERSION_SUMMARY"
 	finish
 }
 

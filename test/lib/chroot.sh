@@ -4,6 +4,8 @@
 # (from the repository root, as root).
 #
 #   version  Debian suite                   packages from
+#   15       bookworm (Debian 12)           bookworm (on this machine itself
+#                                           when it is bookworm, as in CI)
 #   17       trixie (Debian 13)             trixie
 #   18       forky (Debian testing)         forky
 #   19       forky + experimental           postgresql-19* and libpq from
@@ -22,6 +24,7 @@
 chroot_suite()
 {
 	case $1 in
+	15) echo bookworm ;;
 	17) echo trixie ;;
 	18 | 19) echo forky ;;
 	*) return 1 ;;
