@@ -86,9 +86,22 @@ prove_installcheck:
 
 # make test [SUITES="regress isolation pgtap tap http package bench"]:
 # test/run.sh (as root; installs packages, builds, installs, runs the suites
-# named, or all).  make demo: test/demo.sh
+# named, or all, on every version).  make demo: test/demo.sh
 .PHONY: test demo
 test:
 	bash test/run.sh $(SUITES)
 demo:
 	bash test/demo.sh
+
+# The slow suites, one target each, on the version PG_CONFIG names (as root:
+# test/run.sh installs that version's packages, in a Debian chroot of its
+# own where this machine's release does not ship it, builds, installs and
+# runs the one suite): check-valgrind (memcheck), check-citus (a Citus
+# cluster), check-examples (the HTTP services, the suite named http),
+# check-package (the Debian package), check-bench (exactly-once under
+# contention).
+.PHONY: check-valgrind check-citus check-examples check-package check-bench
+check-valgrind check-citus check-package check-bench:
+	PG_MAJOR=$(MAJORVERSION) bash test/run.sh $(patsubst check-%,%,$@)
+check-examples:
+	PG_MAJOR=$(MAJORVERSION) bash test/run.sh http
