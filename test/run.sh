@@ -834,6 +834,7 @@ run_all_versions()
 	local v suites
 	echo "idempotency test run: PostgreSQL $VERSIONS, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores"
 	START=$SECONDS
+	PG_MAJOR=${VERSIONS// /,} # this run's own lines (an interruption) name them all
 	RUNDIR=$(mktemp -d /tmp/idempotency-versions.XXXXXX)
 	for v in $VERSIONS; do
 		suites=${SUITES_GIVEN:-$(default_suites "$v")}

@@ -9,16 +9,19 @@
 #   17       trixie (Debian 13)             trixie
 #   18       forky (Debian testing)         forky
 #   19       forky + experimental           postgresql-19* and libpq from
-#                                           experimental (apt-get -t experimental)
+#                                           experimental (as NAME/experimental,
+#                                           their dependencies from forky)
 #
 # Each suite's base system is made once per machine with
 # debootstrap --variant=minbase from the mirror the machine's apt sources
 # name, and cached as /var/cache/idempotency-chroot-SUITE.tar; every run
-# unpacks it anew under the run's work directory, installs that version's
-# packages there, copies the tree in (and /work/shared-like ../shared beside
-# it, for the citus suite's build.sh), and runs test/run.sh in it with
-# PG_MAJOR set, in a private mount namespace that has proc, sys, dev, a
-# tmpfs /dev/shm and /run.  Nothing it mounts outlives the run.
+# unpacks it anew under /var/tmp (test/run.sh), with the machine's apt
+# settings and a package cache per suite (/var/cache/idempotency-apt-*)
+# mounted in; test/run.sh then copies the tree in (and ../shared beside it,
+# for the citus suite's build.sh) and runs itself there with PG_MAJOR set,
+# which installs that version's packages, in a private mount namespace that
+# has proc, sys, dev, a tmpfs /dev/shm and /run.  Nothing it mounts
+# outlives the run.
 
 # The Debian suite a PostgreSQL major version is tested on (empty: none).
 chroot_suite()
