@@ -51,7 +51,7 @@ done
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 2; }
 log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 
-apt_install gcc make libc6-dev procps postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
+apt_install gcc make libc6-dev procps $PG_PACKAGES \
 	libpq-dev libssl-dev libhiredis-dev valgrind
 if [ "$BUILD" = 1 ]; then log "build and install the extension"; build_and_install >/dev/null; fi
 build_and_install_floor >/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh: the benchmark.  One command, one throwaway PostgreSQL 15 and
+# bench/run.sh: the benchmark.  One command, one throwaway PostgreSQL (15, or PG_MAJOR) and
 # one throwaway Redis, every variant driven by the same C driver
 # (bench/driver.c: libpq + hiredis, one connection per client thread, no
 # pipelining, per-request latency).  Run as root on Debian bookworm:
@@ -81,7 +81,7 @@ log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 commas() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }   # 12345 -> 12,345
 
 # --- packages: only the missing ones, only then apt-get update
-apt_install gcc make libc6-dev procps postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
+apt_install gcc make libc6-dev procps $PG_PACKAGES \
 	libpq-dev libssl-dev redis-server libhiredis-dev
 
 # --- build and install the extension (the Makefile makes warnings errors);

@@ -190,7 +190,7 @@ KeyLocksSubXact(SubXactEvent event, SubTransactionId mySubid,
 			break;
 		case SUBXACT_EVENT_ABORT_SUB:
 			key_locks = mine ? llast_int(key_locks_saved) : 0;
-			/* FALLTHROUGH */
+			IdemFallthrough;
 		case SUBXACT_EVENT_COMMIT_SUB:
 			if (mine)
 			{

@@ -19,8 +19,9 @@
  *	  DROP TRIGGER / RULE / POLICY [IF EXISTS] ... ON the table
  *	  ALTER TRIGGER ... ON the table, ALTER INDEX of one of its indexes,
  *		ALTER MATERIALIZED VIEW naming it, ... DEPENDS ON EXTENSION
- *	  CLUSTER, ALTER TABLE ... CLUSTER ON and REPLICA IDENTITY USING INDEX
- *		of another table naming one of its indexes
+ *	  CLUSTER (and from 19 on REPACK ... USING INDEX), ALTER TABLE ...
+ *		CLUSTER ON and REPLICA IDENTITY USING INDEX of another table
+ *		naming one of its indexes
  *	  COMMENT ON and SECURITY LABEL ON the table, its columns, constraints,
  *		triggers, rules, policies
  *	  CREATE TABLE ... REFERENCES it, INHERITS it, PARTITION OF it
@@ -32,9 +33,9 @@
  * ROW EXCLUSIVE on it) or a table a row level security policy on the table
  * reads (the mapping table of docs/tenants.md: every claim reads it).
  * Every other statement on the table (ALTER TABLE, DROP, TRUNCATE, CREATE
- * INDEX, REINDEX, CLUSTER, VACUUM, ANALYZE, CREATE / ALTER POLICY, the
- * RENAMEs) checks ownership or privilege before it locks, and is left to
- * PostgreSQL.  test/t/016_guard.pl issues each statement of both lists as
+ * INDEX, REINDEX, CLUSTER, REPACK, VACUUM, ANALYZE, CREATE / ALTER POLICY,
+ * the RENAMEs) checks ownership or privilege before it locks, and is left
+ * to PostgreSQL.  test/t/016_guard.pl issues each statement of both lists as
  * a tenant while another session holds a claim open, and checks that each
  * is refused or answered at once.
  *
@@ -260,9 +261,10 @@ AddTarget(List *targets, RangeVar *rv, LOCKMODE mode)
 }
 
 /*
- * The index that CLUSTER ... USING, ALTER TABLE ... CLUSTER ON and REPLICA
- * IDENTITY USING INDEX name: PostgreSQL looks it up in the table's schema
- * and locks it before it checks that it belongs to the table.
+ * The index that CLUSTER ... USING (REPACK ... USING INDEX), ALTER TABLE ...
+ * CLUSTER ON and REPLICA IDENTITY USING INDEX name: PostgreSQL looks it up
+ * in the table's schema and locks it before it checks that it belongs to
+ * the table.
  */
 static RangeVar *
 IndexOfTable(RangeVar *table, const char *indexname)
@@ -455,9 +457,9 @@ GuardTargets(Node *stmt)
 		case T_AlterTableStmt:
 			targets = AddAlterTableTargets(targets, (AlterTableStmt *) stmt);
 			break;
-		case T_ClusterStmt:
-			targets = AddTarget(targets, IndexOfTable(((ClusterStmt *) stmt)->relation,
-													  ((ClusterStmt *) stmt)->indexname),
+		case T_IdemClusterStmt:	/* CLUSTER; from 19 on also REPACK */
+			targets = AddTarget(targets, IndexOfTable(IdemClusterTable(stmt),
+													  IdemClusterIndex(stmt)),
 								AccessExclusiveLock);
 			break;
 		case T_CreateStatsStmt:

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# test/deb.sh: build the Debian package postgresql-15-idempotency with
-# dpkg-buildpackage (debian/, pg_buildext), install it with dpkg, and use the
-# installed extension on a throwaway server.  Run by test/run.sh (as root,
+# test/deb.sh: build the Debian package postgresql-$PG_MAJOR-idempotency
+# with dpkg-buildpackage (debian/, pg_buildext), install it with dpkg, and use
+# the installed extension on a throwaway server.  debian/control lists a
+# package for every version of debian/pgversions; the build makes the one
+# for PG_MAJOR (PG_SUPPORTED_VERSIONS), its control file regenerated from
+# debian/control.in for that version (PG_UPDATECONTROL), as Debian's own
+# builds for a distribution with another set of versions do.  Run by test/run.sh (as root,
 # packages installed, extension built); exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,13 +16,14 @@ trap 'stop_server "${WORK:-/nonexistent}/data"; rm -rf "$BUILD" "${WORK:-}"' EXI
 mkdir "$BUILD/src"
 tar --exclude=./.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' --exclude='tmp_check*' \
 	--exclude=results --exclude=output_iso --exclude=node_modules -cf - . | tar -C "$BUILD/src" -xf -
-(cd "$BUILD/src" && dpkg-buildpackage -us -uc -b) >"$BUILD/build.log" 2>&1 ||
+(cd "$BUILD/src" && PG_SUPPORTED_VERSIONS=$PG_MAJOR PG_UPDATECONTROL=yes dpkg-buildpackage -us -uc -b) \
+	>"$BUILD/build.log" 2>&1 ||
 	{ tail -n 40 "$BUILD/build.log"; exit 1; }
 deb=$(ls "$BUILD"/postgresql-"$PG_MAJOR"-idempotency_*.deb | head -n 1)
 echo "built $(basename "$deb")"
 dpkg -i "$deb" >/dev/null
 dpkg -S "/usr/lib/postgresql/$PG_MAJOR/lib/idempotency.so" | grep -q "postgresql-$PG_MAJOR-idempotency"
-echo "installed: $(dpkg-query -W -f='${Package} ${Version} ${Status}' postgresql-15-idempotency)"
+echo "installed: $(dpkg-query -W -f='${Package} ${Version} ${Status}' "postgresql-$PG_MAJOR-idempotency")"
 
 make_workdir
 PORT=$(free_port 59432)

@@ -1,13 +1,34 @@
 #!/usr/bin/env bash
 # The test command: bash test/run.sh
 #
-# On a fresh Debian bookworm machine, as root (re-runs are fine): installs
-# the Debian packages the suites need (apt-get update only when one is
-# missing), builds the extension (the Makefile makes warnings errors),
-# installs it, copies the tree to a temporary directory the postgres OS user
-# owns, and runs every suite there on throwaway servers as that user:
+# On a fresh Debian bookworm machine, as root (re-runs are fine), for each
+# PostgreSQL version the extension supports: installs the Debian packages
+# the suites need (apt-get update only when one is missing), builds the
+# extension with -Wall -Wextra -Werror (make WERROR=1), installs it, copies
+# the tree to a temporary directory the postgres OS user owns, and runs the
+# suites there on throwaway servers as that user.
+#   15  on this machine (Debian bookworm's postgresql-15): every suite
+#   17  in a Debian trixie chroot: regress isolation pgtap tap package bench
+#   18  in a Debian forky chroot: the same and valgrind
+#   19  in a Debian forky chroot with experimental's postgresql-19:
+#       regress isolation tap package bench, and pgtap when Debian ships a
+#       postgresql-19-pgtap (it does not yet: counted as skipped)
+# test/lib/chroot.sh makes each chroot with debootstrap --variant=minbase
+# from the mirror of this machine's apt sources (the base system cached as
+# /var/cache/idempotency-chroot-SUITE.tar, its downloaded packages under
+# /var/cache/idempotency-apt-*), copies the tree and ../shared in and runs
+# this script there with PG_MAJOR set; each chroot is removed afterwards.
+# A version whose Debian packages cannot be fetched is reported and counted
+# as skipped, never as passed.
+#   PG_MAJOR=18 bash test/run.sh        one version (PG_MAJOR="17 18": some)
+#   bash test/run.sh tap pgtap          only the suites named, on every version
+#   IDEM_CITUS_VERSIONS="15 17 18"      the citus suite on those versions too
+#                                       (default: 15 only; 17 and 18 use
+#                                       Citus 14.0.1, see README)
+# The suites:
 #   regress    make installcheck TEMP_INSTANCE=1: pg_regress over sql/
-#              (expected/) on a private server
+#              (expected/, with expected/*_1.out where a version prints
+#              differently) on a private server
 #   isolation  the same for pg_isolation_regress over test/specs
 #   pgtap      pg_prove over test/pgtap/*.sql, a fresh database per file
 #   tap        make prove_installcheck: prove over test/t/*.pl
@@ -16,30 +37,38 @@
 #              Java (examples/java) payment services, each against the
 #              conformance suite examples/conformance (node --test), plus
 #              the Java library's JUnit tests
-#   package    test/deb.sh: build the .deb with pg_buildext, install it, use it
+#   package    test/deb.sh: build the version's .deb with pg_buildext,
+#              install it, use it
 #   bench      bench/run.sh --check: the benchmark's contention mode, short,
 #              checking exactly-once for every variant (no timing asserted)
 #   valgrind   pg_regress and the isolation specs again, against one server
 #              run under valgrind's memcheck (every backend and the worker)
-#   citus      test/citus/checks.sh: a Citus 13.2 cluster on loopback (1
+#   citus      test/citus/checks.sh: a Citus cluster on loopback (1
 #              coordinator + 2 workers, test/citus/cluster.sh) with the
 #              README's scale-out recipe: every outcome through the
 #              coordinator, on the worker, delegated and mixed; fencing and
 #              exactly-once under pgbench; one-phase commit; wait => false;
-#              expiry on every worker; the tenant recipe.  Citus is built by
-#              ../shared/citus/build.sh when missing; without either the
-#              suite is skipped (counted as skipped, never as passed)
-# Every test file counts once (a .sql, a .spec, a .pl, a service x conformance
-# file, the package) and prints one line; failures print their diffs or log tails.
-# Ends with exactly one line "N passed, N failed" (", N skipped" when a
-# suite was skipped) and exits non-zero when
-# anything failed, a suite could not run, or nothing ran.  Every server it
-# started is stopped on the way out, also after a failure or an interrupt.
-#   bash test/run.sh tap pgtap     runs only the suites named
-#   KEEP_WORKDIR=1 bash test/run.sh keeps the temporary directory
+#              expiry on every worker; the tenant recipe.  Citus (13.2.2 for
+#              15, 14.0.1 for 17 and 18) is built by ../shared/citus/build.sh
+#              when missing; without either the suite is skipped (counted as
+#              skipped, never as passed)
+# Every test file counts once per version (a .sql, a .spec, a .pl, a service
+# x conformance file, the package) and prints one line naming its version
+# ("ok      pg18/regress/claim"); failures print their diffs or log tails.
+# Each version's own closing line is shown as "pgN summary: ...", and a line
+# "versions run: ..." gives each version's counts.  Ends with exactly one
+# line "N passed, N failed" (", N skipped" when something was skipped) and
+# exits non-zero when anything failed, a suite could not run, or nothing
+# ran.  Every server it started is stopped on the way out, also after a
+# failure or an interrupt, and every chroot removed.
+#   KEEP_WORKDIR=1 bash test/run.sh keeps the temporary directory (of a
+#   version run on this machine)
 set -uo pipefail # not -e: a failing suite is counted and the run goes on
 cd "$(dirname "$0")/.." || exit 2
+VERSIONS_GIVEN=${PG_MAJOR:-}
+PG_BIN_GIVEN=${PG_BIN:-}
 . test/lib/common.sh
+. test/lib/chroot.sh
 
 PASSED=0
 FAILED=0
@@ -47,15 +76,19 @@ SKIPPED=0
 FAILURES=""
 CHILD=""
 WORK=""
+RUNDIR=""
+CHROOT_ROOT=""
 
-pass() { PASSED=$((PASSED + 1)); printf '  ok      %s\n' "$1"; }
-fail() { FAILED=$((FAILED + 1)); FAILURES="$FAILURES $1"; printf '  FAILED  %s\n' "$1"; }
-skip() { SKIPPED=$((SKIPPED + 1)); printf '  skipped %s\n' "$1"; }
+# Every line names its version: ok      pg18/regress/claim
+pass() { PASSED=$((PASSED + 1)); printf '  ok      pg%s/%s\n' "$PG_MAJOR" "$1"; }
+fail() { FAILED=$((FAILED + 1)); FAILURES="$FAILURES pg$PG_MAJOR/$1"; printf '  FAILED  pg%s/%s\n' "$PG_MAJOR" "$1"; }
+skip() { SKIPPED=$((SKIPPED + 1)); printf '  skipped pg%s/%s\n' "$PG_MAJOR" "$1"; }
 note() { printf '  (%s)\n' "$*"; }
 
 finish()
 {
 	echo
+	[ -n "$VERSION_SUMMARY" ] && echo "versions run: $VERSION_SUMMARY"
 	[ -n "$FAILURES" ] && echo "failed:$FAILURES"
 	if [ "$SKIPPED" -gt 0 ]; then
 		echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
@@ -76,9 +109,21 @@ cleanup()
 		kill_servers_under "$WORK"
 		if [ "${KEEP_WORKDIR:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 	fi
+	if [ -n "$CHROOT_ROOT" ]; then
+		# the version's run in its chroot stops its own servers on SIGTERM:
+		# give it the time, then end whatever still runs in there
+		for _ in $(seq 100); do
+			[ -n "$CHILD" ] && kill -0 -- "-$CHILD" 2>/dev/null || break
+			sleep 0.2
+		done
+		chroot_remove "$CHROOT_ROOT"
+	fi
 	[ -n "$CHILD" ] && kill -KILL -- "-$CHILD" 2>/dev/null
+	[ -n "$RUNDIR" ] && rm -rf "$RUNDIR"
 	CHILD=""
 	WORK=""
+	CHROOT_ROOT=""
+	RUNDIR=""
 }
 
 # Interrupted: stop everything, then count the interruption as a failure.
@@ -120,25 +165,28 @@ tail_logs()
 	done
 }
 
-# Count the "test NAME ... ok|FAILED" lines of a pg_regress-style log.
+# Count the test lines of a pg_regress-style log: "test NAME ... ok|FAILED"
+# (15) or TAP's "ok 1 - NAME  12 ms" / "not ok 2 + NAME ..." (16 on).
 count_regress()
 {
 	local suite=$1 log=$2 n=0 name result
 	while read -r name result; do
 		n=$((n + 1))
 		if [ "$result" = ok ]; then pass "$suite/$name"; else fail "$suite/$name"; fi
-	done < <(sed -nE 's/^(test +| +)?([A-Za-z0-9_-]+) +\.\.\. +(ok|FAILED|failed)\b.*/\2 \3/p' "$log")
+	done < <(sed -nE -e 's/^(test +| +)?([A-Za-z0-9_-]+) +\.\.\. +(ok|FAILED|failed)\b.*/\2 \3/p' \
+		-e 's/^ok +[0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 ok/p' \
+		-e 's/^not ok +[0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 FAILED/p' "$log")
 	[ "$n" -gt 0 ] || fail "$suite (did not run)"
 }
 
 # One pg_regress suite: make installcheck TEMP_INSTANCE=1 (private server,
-# test/regress.conf), with the other suite's list blanked out.
+# test/regress.conf), with the other suite's list and TAP_TESTS blanked out.
 # $1: suite name, $2: the make variable to blank out so only this suite runs,
 # $3: where its regression.diffs lands, relative to $WORK.
 run_installcheck()
 {
 	local suite=$1 other=$2 diffs=$WORK/$3 rc
-	run_logged "$WORK/$suite.log" "${MAKE_PG[@]}" installcheck TEMP_INSTANCE=1 "$other="
+	run_logged "$WORK/$suite.log" "${MAKE_PG[@]}" installcheck TEMP_INSTANCE=1 "$other=" TAP_TESTS=
 	rc=$?
 	count_regress "$suite" "$WORK/$suite.log"
 	if [ -f "$diffs" ]; then
@@ -167,6 +215,10 @@ suite_pgtap()
 {
 	local n=0 f name port
 	say "pgtap (pg_prove, test/pgtap/)"
+	if [ -n "$PGTAP_MISSING" ]; then
+		skip "pgtap (Debian ships no postgresql-$PG_MAJOR-pgtap here)"
+		return
+	fi
 	port=$(free_port 55432)
 	if ! start_server "$WORK/pgtap_data" "$port"; then
 		fail "pgtap (server did not start)"
@@ -549,7 +601,7 @@ valgrind_ours()
 suite_citus()
 {
 	local pkglib build=../shared/citus/build.sh line n=0 why=""
-	say "citus (test/citus/checks.sh: Citus 13.2, 1 coordinator + 2 workers)"
+	say "citus (test/citus/checks.sh: Citus as ../shared/citus/build.sh picks it, 1 coordinator + 2 workers)"
 	pkglib=$("$PG_BIN/pg_config" --pkglibdir)
 	if [ ! -f "$pkglib/citus.so" ]; then
 		if [ ! -f "$build" ]; then
@@ -592,26 +644,218 @@ suite_citus()
 }
 
 ALL_SUITES="regress isolation pgtap tap http package bench valgrind citus"
-SUITES=${*:-$ALL_SUITES}
-for s in $SUITES; do
+# The versions, and the suites each runs by default (test/lib/chroot.sh
+# says where each comes from).  Every SQL-level suite and bench's
+# exactly-once check on every version; valgrind on 15 and 18; http and
+# citus on 15 only.  citus on 17 and 18 (Citus 14.0.1):
+# IDEM_CITUS_VERSIONS="15 17 18" or by name (PG_MAJOR=18 bash test/run.sh
+# citus).
+ALL_VERSIONS="15 17 18 19"
+IDEM_CITUS_VERSIONS=${IDEM_CITUS_VERSIONS:-15}
+default_suites()
+{
+	local s
+	case $1 in
+	15) s="regress isolation pgtap tap http package bench valgrind" ;;
+	18) s="regress isolation pgtap tap package bench valgrind" ;;
+	*) s="regress isolation pgtap tap package bench" ;;
+	esac
+	case " $IDEM_CITUS_VERSIONS " in *" $1 "*) s="$s citus" ;; esac
+	echo "$s"
+}
+
+for s in "$@"; do
 	case " $ALL_SUITES " in
 	*" $s "*) ;;
 	*) echo "unknown suite '$s'; the suites: $ALL_SUITES" >&2; exit 2 ;;
 	esac
 done
-
-echo "idempotency test run: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, suites: $SUITES"
-START=$SECONDS
-install_packages || { fail "install packages"; finish; }
-build_and_install || { fail "build"; finish; }
-make_workdir
-# make in the work directory as the postgres user: the Makefile's test targets
-MAKE_PG=(runuser -u postgres -- env TMPDIR="$WORK/tmp" make -C "$WORK" --no-print-directory
-	PG_CONFIG="$PG_BIN/pg_config")
-export IDEM_TMP=$WORK # test/deb.sh puts its files under ours
-for s in $SUITES; do
-	"suite_$s"
+VERSIONS=${VERSIONS_GIVEN:-$ALL_VERSIONS}
+for v in $VERSIONS; do
+	case " $ALL_VERSIONS " in
+	*" $v "*) ;;
+	*) echo "PostgreSQL $v is not tested here; the versions: $ALL_VERSIONS" >&2; exit 2 ;;
+	esac
 done
-echo
-echo "took $((SECONDS - START)) s"
-finish
+
+# True when version $1 runs on this system itself rather than in a chroot:
+# inside the chroot made for it, with PG_BIN given, or when this system is
+# the Debian release that version comes from (15: bookworm).
+runs_here()
+{
+	[ "${IDEM_IN_CHROOT:-}" = 1 ] || [ -n "$PG_BIN_GIVEN" ] ||
+		[ "$(host_codename)" = "$(chroot_suite "$1")" ]
+}
+
+# --- one version, on this system ------------------------------------------
+run_one_version()
+{
+	local suites=$1 log
+	echo "idempotency test run: PostgreSQL $PG_MAJOR ($(host_codename)), $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, suites: $suites"
+	START=$SECONDS
+	VERSION_SUMMARY="pg$PG_MAJOR on $(host_codename)"
+	PGTAP_MISSING=""
+	log=$(mktemp /tmp/idempotency-install.XXXXXX)
+	# shellcheck disable=SC2086
+	if ! install_packages $(suite_packages $suites) >"$log" 2>&1; then
+		cat "$log"
+		if fetch_failed "$log"; then
+			skip "packages (PostgreSQL $PG_MAJOR's Debian packages could not be fetched: not tested)"
+		else
+			fail "install packages"
+		fi
+		rm -f "$log"
+		finish
+	fi
+	rm -f "$log"
+	case " $suites " in
+	*" pgtap "*)
+		if ! dpkg-query -W -f='${Status}' "postgresql-$PG_MAJOR-pgtap" 2>/dev/null | grep -q "install ok installed"; then
+			if apt_offers "postgresql-$PG_MAJOR-pgtap"; then
+				apt_install "postgresql-$PG_MAJOR-pgtap" || { fail "install postgresql-$PG_MAJOR-pgtap"; finish; }
+			else
+				PGTAP_MISSING=1
+			fi
+		fi
+		;;
+	esac
+	build_and_install || { fail "build"; finish; }
+	make_workdir
+	# make in the work directory as the postgres user: the Makefile's test targets
+	MAKE_PG=(runuser -u postgres -- env TMPDIR="$WORK/tmp" make -C "$WORK" --no-print-directory
+		PG_CONFIG="$PG_BIN/pg_config")
+	export IDEM_TMP=$WORK # test/deb.sh puts its files under ours
+	for s in $suites; do
+		"suite_$s"
+	done
+	echo
+	echo "took $((SECONDS - START)) s"
+	finish
+}
+
+# The Debian packages the suites named need beyond $PACKAGES (http installs
+# its own; citus: ../shared/citus/build.sh).
+suite_packages()
+{
+	local s
+	for s in "$@"; do
+		case $s in
+		bench) echo redis-server libhiredis-dev ;;
+		valgrind) echo valgrind ;;
+		esac
+	done
+}
+
+# --- every version: each in a run of its own ------------------------------
+VERSION_SUMMARY=""
+
+# Print a version's run as it goes, renaming its closing lines so that this
+# run's own stay the only ones: "N passed, N failed" -> "pgN summary: ...".
+relabel()
+{
+	sed -u -E -e "s/^versions run: /  pg$1 run: /" -e "s/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/  pg$1 summary: \1 ok, \2 failed, \3 skipped/" \
+		-e "s/^([0-9]+) passed, ([0-9]+) failed$/  pg$1 summary: \1 ok, \2 failed/" \
+		-e "s/^failed:(.*)/  pg$1 failed:\1/"
+}
+
+# Run version $1's test run (on $2, a name; $3...: the command), showing its output as it
+# goes, then count its "ok", "FAILED" and "skipped" lines into this run's.
+run_version()
+{
+	local v=$1 where=$2 log=$RUNDIR/pg$1.log rc tailer p f k
+	shift 2
+	: >"$log"
+	setsid "$@" >"$log" 2>&1 </dev/null &
+	CHILD=$!
+	tail -n +1 -f --pid="$CHILD" "$log" 2>/dev/null | relabel "$v" &
+	tailer=$!
+	wait "$CHILD"
+	rc=$?
+	CHILD=""
+	wait "$tailer"
+	p=$(grep -c '^  ok      ' "$log")
+	f=$(grep -c '^  FAILED  ' "$log")
+	k=$(grep -c '^  skipped ' "$log")
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	SKIPPED=$((SKIPPED + k))
+	FAILURES="$FAILURES$(sed -n 's/^  FAILED  \([^ ]*\).*/ \1/p' "$log" | tr -d '\n')"
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && ! { [ "$p" -eq 0 ] && [ "$k" -gt 0 ]; }; then
+		# it failed without saying which test: count that
+		FAILED=$((FAILED + 1))
+		FAILURES="$FAILURES pg$v/run"
+		printf '  FAILED  pg%s/run (exited %s)\n' "$v" "$rc"
+		f=$((f + 1))
+	fi
+	VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v on $where ($p ok, $f failed, $k skipped)"
+}
+
+# Run version $1's suites ($2) in a new chroot of its Debian release.
+run_in_chroot()
+{
+	local v=$1 suites=$2 suite root
+	suite=$(chroot_suite "$v")
+	say "PostgreSQL $v: in a Debian $suite chroot$([ "$v" = 19 ] && echo ' with experimental')"
+	root=$(mktemp -d /var/tmp/idempotency-pg"$v".XXXXXX)
+	CHROOT_ROOT=$root
+	if ! chroot_make "$root" "$suite" "$v" >"$RUNDIR/pg$v-chroot.log" 2>&1; then
+		cat "$RUNDIR/pg$v-chroot.log"
+		if fetch_failed "$RUNDIR/pg$v-chroot.log"; then
+			SKIPPED=$((SKIPPED + 1))
+			printf '  skipped pg%s (Debian %s could not be fetched: not tested)\n' "$v" "$suite"
+			VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v $suite (not fetched: skipped)"
+		else
+			FAILED=$((FAILED + 1))
+			FAILURES="$FAILURES pg$v/chroot"
+			printf '  FAILED  pg%s/chroot\n' "$v"
+			VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v $suite (chroot failed)"
+		fi
+		chroot_remove "$root"
+		CHROOT_ROOT=""
+		return
+	fi
+	# the tree as it is (uncommitted changes too, as on this system), and
+	# ../shared beside it when there is one
+	mkdir -p "$root/work/project"
+	tar --exclude=./.git --exclude=./results --exclude='./regression.*' --exclude='./tmp_check*' \
+		--exclude=./log --exclude=./test/output_iso --exclude=./test/results --exclude=./test/tmp_check \
+		--exclude=node_modules --exclude='*.o' --exclude='*.bc' --exclude='*.so' -cf - . |
+		tar -C "$root/work/project" -xf -
+	[ -d ../shared ] && cp -a ../shared/. "$root/work/shared/"
+	run_version "$v" "$suite" bash -c '. test/lib/chroot.sh && chroot_exec "$@"' chroot_exec "$root" \
+		"IDEM_IN_CHROOT=1 PG_MAJOR=$v IDEM_CITUS_VERSIONS='$IDEM_CITUS_VERSIONS' bash test/run.sh $suites" \
+		"$(chroot_apt_cache "$v")"
+	chroot_remove "$root"
+	CHROOT_ROOT=""
+}
+
+run_all_versions()
+{
+	local v suites
+	echo "idempotency test run: PostgreSQL $VERSIONS, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores"
+	START=$SECONDS
+	PG_MAJOR=${VERSIONS// /,} # this run's own lines (an interruption) name them all
+	RUNDIR=$(mktemp -d /tmp/idempotency-versions.XXXXXX)
+	for v in $VERSIONS; do
+		suites=${SUITES_GIVEN:-$(default_suites "$v")}
+		if runs_here "$v"; then
+			say "PostgreSQL $v: on this system ($(host_codename))"
+			run_version "$v" "$(host_codename)" env PG_MAJOR="$v" IDEM_CITUS_VERSIONS="$IDEM_CITUS_VERSIONS" \
+				bash test/run.sh $suites
+		else
+			run_in_chroot "$v" "$suites"
+		fi
+	done
+	rm -rf "$RUNDIR"
+	echo
+	echo "took $((SECONDS - START)) s"
+	finish
+}
+
+SUITES_GIVEN="$*"
+if [ "$(echo $VERSIONS | wc -w)" = 1 ] && runs_here "$VERSIONS"; then
+	PG_MAJOR=$VERSIONS
+	run_one_version "${SUITES_GIVEN:-$(default_suites "$PG_MAJOR")}"
+else
+	run_all_versions
+fi

@@ -6,30 +6,41 @@
 # runs as the postgres OS user, because initdb, pg_ctl and pg_regress refuse
 # to run as root.
 
-PG_MAJOR=15
-# PG_BIN: Debian's PostgreSQL 15 unless set (a relocated copy of it, say)
+# PG_MAJOR: the PostgreSQL major version to test, 15 unless set (test/run.sh
+# runs 17, 18 and 19 in Debian chroots with PG_MAJOR set, test/lib/chroot.sh)
+PG_MAJOR=${PG_MAJOR:-15}
+# PG_BIN: Debian's PostgreSQL $PG_MAJOR unless set (a relocated copy, say)
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}
 PGXS_DIR=$(dirname "$PG_BIN")/lib/pgxs
+# 19 comes from Debian experimental (on a forky base): its packages, and the
+# libpq they need, are installed from experimental (apt_install)
+PG_APT_RELEASE=""
+[ "$PG_MAJOR" = 19 ] && PG_APT_RELEASE=experimental
 
-# Debian bookworm package names (checked with dpkg -L / apt-cache):
-#   postgresql-15          server, initdb, pg_ctl, contrib modules (amcheck,
+# Debian package names (checked with dpkg -L / apt-cache on bookworm,
+# trixie, forky and experimental):
+#   postgresql-N           server, initdb, pg_ctl, contrib modules (amcheck,
 #                          pgcrypto, ...) and pgbench; there is no
-#                          postgresql-contrib-15 in bookworm
-#   postgresql-client-15   psql, pg_dump, pg_basebackup, and PGXS's
+#                          postgresql-contrib-N
+#   postgresql-client-N    psql, pg_dump, pg_basebackup, and PGXS's
 #                          pg_regress, pg_isolation_regress, isolationtester
 #                          and the PostgreSQL::Test::* Perl modules
-#   postgresql-server-dev-15  server headers, pg_config, PGXS makefiles
-#   postgresql-15-pgtap    the pgtap extension; libtap-parser-sourcehandler-
-#                          pgtap-perl: pg_prove
+#   postgresql-server-dev-N  server headers, pg_config, PGXS makefiles
+#   postgresql-N-pgtap     the pgtap extension (test/run.sh's pgtap suite;
+#                          not every version has one); libtap-parser-
+#                          sourcehandler-pgtap-perl: pg_prove
 #   libipc-run-perl        IPC::Run, needed by PostgreSQL::Test::Utils
-#   build-essential debhelper postgresql-server-dev-all fakeroot: test/deb.sh
-#                          (dpkg-buildpackage insists on build-essential)
+#   build-essential debhelper postgresql-server-dev-all fakeroot libssl-dev:
+#                          test/deb.sh (dpkg-buildpackage insists on
+#                          build-essential; libssl-dev is a Build-Depends)
 #   procps                 pgrep/ps (absent from minimal images)
+#   redis-server libhiredis-dev: bench/run.sh (its Redis variants)
 #   valgrind               the valgrind suite (memcheck)
-PACKAGES="make gcc libc6-dev perl procps postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR
-postgresql-server-dev-$PG_MAJOR postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl
-libipc-run-perl build-essential debhelper postgresql-server-dev-all fakeroot
-libpq-dev redis-server libhiredis-dev valgrind"
+PG_PACKAGES="postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libpq-dev"
+[ -n "$PG_APT_RELEASE" ] && PG_PACKAGES="$PG_PACKAGES libpq5"
+PACKAGES="make gcc libc6-dev perl procps $PG_PACKAGES
+libtap-parser-sourcehandler-pgtap-perl libipc-run-perl build-essential debhelper
+postgresql-server-dev-all fakeroot libssl-dev"
 
 # The same results whatever the caller's environment: UTF-8 (the expected
 # outputs contain non-ASCII text), no stray libpq settings.
@@ -62,7 +73,7 @@ citus_recipe()
 # runs apt-get update only when something is missing.
 apt_install()
 {
-	local missing="" p
+	local missing="" p pg
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 	done
@@ -70,26 +81,48 @@ apt_install()
 	say "installing:$missing"
 	export DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes
 	apt-get update -qq || return 1
+	# PostgreSQL's own packages from PG_APT_RELEASE (experimental) first,
+	# as name/experimental: their dependencies stay the base release's
+	# (apt-get -t experimental would take every one experimental has)
+	pg=""
+	if [ -n "$PG_APT_RELEASE" ]; then
+		for p in $missing; do
+			case " $PG_PACKAGES " in *" $p "*) pg="$pg $p/$PG_APT_RELEASE" ;; esac
+		done
+	fi
+	# shellcheck disable=SC2086
+	if [ -n "$pg" ]; then
+		apt-get install -y -qq --no-install-recommends $pg </dev/null >/dev/null || return 1
+	fi
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $missing </dev/null >/dev/null
 }
 
+# True when Debian offers package $1 here (after apt-get update).
+apt_offers()
+{
+	local c
+	c=$(apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+	[ -n "$c" ] && [ "$c" != "(none)" ]
+}
+
+# $PACKAGES and the packages given.
 install_packages()
 {
 	# shellcheck disable=SC2086
-	apt_install $PACKAGES || return 1
+	apt_install $PACKAGES "$@" || return 1
 	# The tests run their own servers; Debian's default cluster is not used.
 	id postgres >/dev/null 2>&1 || { echo "no postgres OS user after install" >&2; return 1; }
 }
 
-# Build (the Makefile makes warnings errors) and install into the system
-# PostgreSQL.
+# Build with every warning an error (WERROR=1) and install into the
+# system PostgreSQL.
 build_and_install()
 {
-	say "build and install"
+	say "build and install (PostgreSQL $PG_MAJOR, -Wall -Wextra -Werror)"
 	make -s PG_CONFIG="$PG_BIN/pg_config" clean >/dev/null &&
-		make -s PG_CONFIG="$PG_BIN/pg_config" &&
-		make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
+		make -s PG_CONFIG="$PG_BIN/pg_config" WERROR=1 &&
+		make -s PG_CONFIG="$PG_BIN/pg_config" WERROR=1 install >/dev/null
 }
 
 # The benchmark's SPI floor (bench/floor), built and installed beside the

@@ -30,7 +30,11 @@ $node->safe_psql('postgres', q{
     CREATE TRIGGER keep BEFORE UPDATE ON idempotency_keys FOR EACH ROW
         EXECUTE FUNCTION pg_catalog.suppress_redundant_updates_trigger();
     CREATE RULE keep_rule AS ON DELETE TO idempotency_keys WHERE false DO ALSO NOTHING;
+    CREATE TABLE public.own_pub (s text, k text);
+    ALTER TABLE public.own_pub OWNER TO tenant_a;
 });
+# 19 parses CLUSTER, VACUUM FULL and its new REPACK into one statement
+my $repack = $node->pg_version >= 19;
 
 # A claim held open by tenant B: ROW EXCLUSIVE on the table until COMMIT.
 my $holder = $node->background_psql('postgres', extra_params => ['-U', 'tenant_b']);
@@ -82,6 +86,9 @@ my @guarded = (
     [$own, 'ALTER TABLE own INHERIT idempotency_keys'],
     [$own, 'ALTER TABLE own NO INHERIT idempotency_keys'],
     ['', 'CREATE STATISTICS st ON scope, key FROM idempotency_keys'],
+    # its own table in the table's schema, clustered on the table's index
+    ['', 'CLUSTER own_pub USING idempotency_keys_pkey'],
+    ($repack ? (['', 'REPACK own_pub USING INDEX idempotency_keys_pkey']) : ()),
     ['', 'CREATE PUBLICATION pub FOR TABLE idempotency_keys'],
     # through a function: DDL it runs goes through the same hook
     ['CREATE FUNCTION pg_temp.ddl() RETURNS void LANGUAGE plpgsql AS $$ BEGIN CREATE RULE r AS ON INSERT TO idempotency_keys DO ALSO NOTHING; END $$;',
@@ -118,6 +125,8 @@ my @checked_first = (
     'REINDEX INDEX idempotency_keys_pkey',
     'CLUSTER idempotency_keys USING idempotency_keys_pkey',
     'VACUUM FULL idempotency_keys',
+    ($repack ? ('REPACK idempotency_keys', 'REPACK idempotency_keys USING INDEX idempotency_keys_pkey',
+        'REPACK (CONCURRENTLY) idempotency_keys') : ()),
     'ANALYZE idempotency_keys',
     'CREATE POLICY p ON idempotency_keys USING (true)',
     'ALTER POLICY tenant_scope ON idempotency_keys USING (true)',
