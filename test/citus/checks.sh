@@ -1067,8 +1067,10 @@ check_upgrade()
 			"$(for n in coordinator worker1 worker2; do errors_since "$n" "${logpos[$n]}"; done)"
 		return
 	fi
+	local default
+	default=$(qv coordinator "SELECT default_version FROM pg_available_extensions WHERE name = 'idempotency'")
 	got=$(for n in coordinator worker1 worker2; do qv "$n" "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"; done 2>&1 | xargs)
-	[ "$got" = "0.3.0 0.3.0 0.3.0" ] || bad+=("versions after the update: $got (0.3.0 on every node wanted)")
+	[ "$got" = "$default $default $default" ] || bad+=("versions after the update: $got ($default on every node wanted)")
 	# every row kept, the token sequences untouched, every row due
 	got=$(qv coordinator "$ROWS" 2>&1)
 	[ "$got" = "$rows" ] || bad+=("rows before: $rows; after: $got")
@@ -1076,24 +1078,29 @@ check_upgrade()
 	[ "$got" = "$seqs" ] || bad+=("token sequences (coordinator, worker1, worker2) before: $seqs; after: $got")
 	got=$(qv coordinator "SELECT count(*) FILTER (WHERE due_at <> '-infinity') FROM idempotency_keys" 2>&1)
 	[ "$got" = 0 ] || bad+=("rows due at other than -infinity right after the update: $got")
-	# every shard, and every node's table, shaped as those of a fresh 0.3.0
-	# (the suite's own, in database postgres): due_at, its index, neither
-	# old index nor the CHECK constraint
+	# every shard, and every node's table, shaped as those of a fresh
+	# install (the suite's own, in database postgres): due_at, its index,
+	# neither old index nor 0.2.0's CHECK constraint; and not 0.4.0's CHECK
+	# either, which the update leaves out on a distributed table
+	# (idempotency--0.3.0--0.4.0.sql)
+	local storable='CHECK ((idem_row_storable(response, recovery_point) AND ((request_hash IS NULL) OR (octet_length(request_hash) = 32)))), '
 	got=$(shard_shapes)
 	fresh_shards=$(QDB=postgres shard_shapes)
+	fresh_shards=${fresh_shards//"$storable"/}
 	# (one shape on both workers, with due_at's index and none of the old
 	# ones, lest two failures alike pass)
 	if [ "$got" != "$fresh_shards" ] || [[ $got == *$'\n'* || $got != *idempotency_keys_due_at_idx*" on 2 nodes)" ]] ||
 		[[ $got == *expires_at_idx* || $got == *lease_idx* || $got == *CHECK* ]]; then
-		bad+=("the shards after the update:" "$got" "a fresh 0.3.0's shards:" "$fresh_shards")
+		bad+=("the shards after the update:" "$got" "a fresh install's shards:" "$fresh_shards")
 	fi
 	fresh_table=$(QDB=postgres table_shape coordinator)
-	[[ $fresh_table == *idempotency_keys_due_at_idx* ]] || bad+=("a fresh 0.3.0's idempotency_keys: $fresh_table")
+	fresh_table=${fresh_table//"$storable"/}
+	[[ $fresh_table == *idempotency_keys_due_at_idx* ]] || bad+=("a fresh install's idempotency_keys: $fresh_table")
 	for n in coordinator worker1 worker2; do
 		got=$(table_shape "$n")
-		[ "$got" = "$fresh_table" ] || bad+=("$n's idempotency_keys: $got" "a fresh 0.3.0's: $fresh_table")
+		[ "$got" = "$fresh_table" ] || bad+=("$n's idempotency_keys: $got" "a fresh install's: $fresh_table")
 	done
-	# every node's functions as a fresh 0.3.0's, SET clauses included (the
+	# every node's functions as a fresh install's, SET clauses included (the
 	# update resets the C functions' search_path on each node itself)
 	local funcs="SELECT string_agg(p.oid::regprocedure::text || coalesce(' ' || array_to_string(p.proconfig, ','), ''),
 		'; ' ORDER BY p.oid::regprocedure::text) FROM pg_proc p
@@ -1102,10 +1109,10 @@ check_upgrade()
 	local fresh_funcs
 	fresh_funcs=$(QDB=postgres qv coordinator "$funcs" 2>&1)
 	[[ $fresh_funcs == *"idem_distribute(regclass,boolean) search_path=pg_catalog, pg_temp"* ]] ||
-		bad+=("a fresh 0.3.0's functions: $fresh_funcs")
+		bad+=("a fresh install's functions: $fresh_funcs")
 	for n in coordinator worker1 worker2; do
 		got=$(qv "$n" "$funcs" 2>&1)
-		[ "$got" = "$fresh_funcs" ] || bad+=("$n's functions: $got" "a fresh 0.3.0's: $fresh_funcs")
+		[ "$got" = "$fresh_funcs" ] || bad+=("$n's functions: $got" "a fresh install's: $fresh_funcs")
 	done
 	# one expiry pass on each worker's shards gives every old row its due
 	# time (the lease end while processing, expires_at after) and fails the
@@ -1130,7 +1137,7 @@ check_upgrade()
 		mapfile -t -O "${#bad[@]}" bad < <(errors_since "$n" "${logpos[$n]}")
 	done
 	if [ ${#bad[@]} -eq 0 ]; then
-		ok "$check (0.2.0 distributed by its README's recipe, 12 keys in every state on both workers: ALTER EXTENSION UPDATE on the coordinator updated every node, every shard got due_at and its index and every node's functions their settings as a fresh 0.3.0's, rows and tokens kept, expiry and every call work after it, no ERROR logged)"
+		ok "$check (0.2.0 distributed by its README's recipe, 12 keys in every state on both workers: ALTER EXTENSION UPDATE on the coordinator updated every node, every shard got due_at and its index and every node's functions their settings as a fresh install's, rows and tokens kept, expiry and every call work after it, no ERROR logged)"
 	else
 		notok "$check" "${bad[@]}"
 	fi
