@@ -4,8 +4,11 @@ EXTENSION = idempotency
 MODULE_big = idempotency
 OBJS = \
 	src/idempotency.o \
+	src/statements.o \
 	src/store.o \
-	src/shards.o \
+	src/row.o \
+	src/input.o \
+	src/citus/shards.o \
 	src/claim.o \
 	src/record.o \
 	src/hash.o \
@@ -16,6 +19,7 @@ OBJS = \
 	src/guard.o
 DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql idempotency--0.2.0.sql \
        idempotency--0.2.0--0.3.0.sql idempotency--0.3.0.sql idempotency--0.3.0--0.4.0.sql
+PG_CPPFLAGS = -I$(srcdir)/src
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 
 # Every build warns the same (make, test/run.sh, bench/run.sh, pg_buildext):
@@ -76,7 +80,7 @@ endif
 # Out-of-tree (VPATH) builds, as pg_buildext makes them for the Debian
 # package, need the object directory.
 ifdef VPATH
-$(shell mkdir -p src)
+$(shell mkdir -p src/citus)
 endif
 
 # PGXS has the recipe for prove_installcheck, but no target.

@@ -181,10 +181,15 @@ REVOKE ALL ON FUNCTION idem_row_storable(jsonb, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION idem_row_storable(jsonb, text) TO idempotency_app;
 
 DO $constraint$
+DECLARE
+    distributed boolean := false;
 BEGIN
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL
-       AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition
-                    WHERE logicalrelid OPERATOR(pg_catalog.=) '@extschema@.idempotency_keys'::regclass) THEN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition'
+                ' WHERE logicalrelid OPERATOR(pg_catalog.=) $1)'
+            INTO distributed USING '@extschema@.idempotency_keys'::regclass;
+    END IF;
+    IF distributed THEN
         -- distributed by Citus: the coordinator's ALTER TABLE reaches the
         -- workers before their own update has made idem_row_storable(), and
         -- fails there; a table distributed after a fresh 0.4.0 install has it

@@ -662,3 +662,73 @@ idem_claim(PG_FUNCTION_ARGS)
 	IdemFinish(pin);
 	PG_RETURN_HEAPTUPLEHEADER(result);
 }
+
+/* Claims this transaction made: what lets a NULL token through */
+typedef struct TxnClaim
+{
+	text	   *scope;
+	text	   *key;
+	int64		token;
+} TxnClaim;
+
+static List *txn_claims = NIL;
+static LocalTransactionId txn_claims_lxid = InvalidLocalTransactionId;
+
+/*
+ * Remember that this transaction claimed (scope, key) with token, so that
+ * later calls in the same transaction may leave the token out.
+ */
+void
+IdemRememberClaim(text *scope, text *key, int64 token)
+{
+	MemoryContext old;
+	TxnClaim  *claim;
+
+	if (txn_claims_lxid != IdemCurrentLxid())
+	{
+		/* the list of an earlier transaction went with its memory */
+		txn_claims = NIL;
+		txn_claims_lxid = IdemCurrentLxid();
+	}
+
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	claim = palloc(sizeof(TxnClaim));
+	claim->scope = DatumGetTextPCopy(PointerGetDatum(scope));
+	claim->key = DatumGetTextPCopy(PointerGetDatum(key));
+	claim->token = token;
+	txn_claims = lappend(txn_claims, claim);
+	MemoryContextSwitchTo(old);
+}
+
+/* Same text value? */
+static bool
+TextEqual(text *a, text *b)
+{
+	Size		len = VARSIZE_ANY_EXHDR(a);
+
+	return len == (Size) VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), len) == 0;
+}
+
+/*
+ * The token of this transaction's latest claim of (scope, key), if any.
+ */
+bool
+IdemRecallClaim(text *scope, text *key, int64 *token)
+{
+	if (txn_claims_lxid != IdemCurrentLxid())
+		return false;
+
+	/* newest first: a key claimed again in this transaction has a new token */
+	for (int i = list_length(txn_claims) - 1; i >= 0; i--)
+	{
+		TxnClaim  *claim = (TxnClaim *) list_nth(txn_claims, i);
+
+		if (TextEqual(claim->key, key) && TextEqual(claim->scope, scope))
+		{
+			*token = claim->token;
+			return true;
+		}
+	}
+	return false;
+}

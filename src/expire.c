@@ -36,83 +36,6 @@ PG_FUNCTION_INFO_V1(idem_expire);
 #define EXPIRE_SQL_BATCH 10000
 
 
-/*
- * The relations expiry works on: NIL for the table itself, or, where Citus
- * has distributed it by hash, this node's shards of it, schema-qualified
- * and quoted.  Each node's worker expires its own shards, with no
- * connection to another node (which idempotency_admin, a role that cannot
- * log in, could not open): statements over the whole distributed table
- * with FOR UPDATE cannot run on Citus anyway.  Called inside SPI.
- */
-static List *
-LocalShards(Oid nspid)
-{
-	Oid			table = IdemKeysRelid(nspid);
-	Datum		arg = ObjectIdGetDatum(table);
-	List	   *shards = NIL;
-	char	   *schema;
-	char	   *relname;
-
-	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)) ||
-		!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
-		return NIL;
-	if (SPI_execute_with_args("SELECT s.shardid FROM pg_catalog.pg_dist_partition d"
-							  " JOIN pg_catalog.pg_dist_shard s ON s.logicalrelid OPERATOR(pg_catalog.=) d.logicalrelid"
-							  " JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid"
-							  " WHERE d.logicalrelid OPERATOR(pg_catalog.=) $1 AND d.partmethod OPERATOR(pg_catalog.=) 'h'"
-							  " AND p.groupid OPERATOR(pg_catalog.=) (SELECT groupid FROM pg_catalog.pg_dist_local_group)"
-							  " ORDER BY s.shardid",
-							  1, (Oid[]) {OIDOID}, &arg, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read this node's shards of idempotency_keys");
-	if (SPI_processed == 0)
-		return NIL;
-	schema = (char *) quote_identifier(get_namespace_name(nspid));
-	relname = get_rel_name(table);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		int64		shardid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-														  SPI_tuptable->tupdesc, 1, &isnull));
-
-		shards = lappend(shards, psprintf("%s.%s", schema,
-										  quote_identifier(psprintf("%s_" INT64_FORMAT, relname, shardid))));
-	}
-	return shards;
-}
-
-/*
- * Is idempotency_keys a Citus table (so that only shards hold rows)?  Only
- * one hash-distributed will do: its shards are expired on the node that
- * holds them (LocalShards); a reference table's or a single-shard table's
- * rows would have to be written through Citus, whose planner refuses the
- * batch's FOR UPDATE SKIP LOCKED over a Citus table, so such a table is
- * refused rather than left unexpired.  Called inside SPI.
- */
-static bool
-Distributed(Oid nspid)
-{
-	Datum		arg = ObjectIdGetDatum(IdemKeysRelid(nspid));
-	bool		isnull;
-	char		method;
-
-	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
-		return false;
-	if (SPI_execute_with_args("SELECT partmethod FROM pg_catalog.pg_dist_partition"
-							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1",
-							  1, (Oid[]) {OIDOID}, &arg, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_dist_partition");
-	if (SPI_processed == 0)
-		return false;
-	method = DatumGetChar(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	if (isnull || method != 'h')
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot expire idempotency_keys: it is a Citus table that is not hash-distributed"),
-				 errdetail("Expiry runs on each node's shards of the table distributed by scope."),
-				 errhint("Distribute the table with idem_distribute(), or undistribute it.")));
-	return true;
-}
-
 /* Run an expiry statement on the table (relation NULL) or on one shard */
 static int
 ExpireOn(IdemStmt stmt, Oid nspid, const char *relation, const IdemArgs *args)
@@ -141,9 +64,9 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 	List	   *targets = NIL;
 	ListCell   *lc;
 
-	if (Distributed(nspid))
+	if (IdemCitusDistributed(nspid))
 	{
-		targets = LocalShards(nspid);
+		targets = IdemCitusLocalShards(nspid);
 		if (targets == NIL)
 			return 0;			/* this node holds no shard */
 	}

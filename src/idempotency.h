@@ -183,6 +183,9 @@ IdemKeyArgs(text *scope, text *key)
 	return args;
 }
 
+/* statements.c */
+extern const char *IdemStatementText(IdemStmt stmt, bool due_at);
+
 /* store.c */
 extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
 extern TupleDesc IdemResultDesc(FunctionCallInfo fcinfo);
@@ -190,7 +193,6 @@ extern Datum IdemStatusValue(Oid typid, IdemStatus status);
 extern Oid	IdemKeysRelid(Oid nspid);
 extern bool IdemKeysHaveDueAt(Oid nspid);
 extern bool IdemKeyLockFunctionExists(Oid nspid);
-extern bool IdemCitusPresent(void);
 extern int	IdemPlanOptions(Oid nspid);
 extern int	IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls,
 						bool read_only, long count);
@@ -273,18 +275,7 @@ extern const char *IdemOutcomeName(IdemOutcome outcome);
 extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
 extern void IdemClaimInit(void);
 
-/* shards.c */
-
-/* A key's shard (Citus): its id, and its relation where this node holds it */
-typedef struct IdemShard
-{
-	int64		shardid;
-	Oid			relid;			/* InvalidOid: not on this node */
-} IdemShard;
-
-extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
-extern bool IdemKeyShard(Oid nspid, text *scope, IdemShard *out);
-extern void IdemCitusHoldShard(Oid nspid, int64 shardid);
+#include "citus/citus.h"
 
 /* hash.c */
 extern PGDLLEXPORT bytea *IdemHashJsonb(Datum jsonb);	/* also bench/floor's */

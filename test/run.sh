@@ -646,12 +646,12 @@ suite_citus()
 ALL_SUITES="regress isolation pgtap tap http package bench valgrind citus"
 # The versions, and the suites each runs by default (test/lib/chroot.sh
 # says where each comes from).  Every SQL-level suite and bench's
-# exactly-once check on every version; valgrind on 15 and 18; http and
-# citus on 15 only.  citus on 17 and 18 (Citus 14.0.1):
-# IDEM_CITUS_VERSIONS="15 17 18" or by name (PG_MAJOR=18 bash test/run.sh
-# citus).
+# exactly-once check on every version; valgrind on 15 and 18; http on 15
+# only; citus on 15 (Citus 13.2.2) and 18 (Citus 14.0.1), and on 17 too
+# with IDEM_CITUS_VERSIONS="15 17 18" or by name (PG_MAJOR=17 bash
+# test/run.sh citus).
 ALL_VERSIONS="15 17 18 19"
-IDEM_CITUS_VERSIONS=${IDEM_CITUS_VERSIONS:-15}
+IDEM_CITUS_VERSIONS=${IDEM_CITUS_VERSIONS:-15 18}
 default_suites()
 {
 	local s

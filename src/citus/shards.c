@@ -51,6 +51,7 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -68,6 +69,7 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "citus/citus.h"
 
 /* One shard of idempotency_keys: its hash range, and whether it is here */
 typedef struct KeyShard
@@ -397,4 +399,167 @@ IdemCitusHoldShard(Oid nspid, int64 shardid)
 	pfree(shards);
 	AcceptInvalidationMessages();
 	ShardHeldNow(shardid);
+}
+
+/*
+ * Is Citus installed in this database (its pg_dist_local_group is there)?
+ * Looked up again after any change to pg_class's names (CREATE and DROP
+ * EXTENSION citus make one); asked several times a call, and on a server
+ * without Citus the lookup was most of what the Citus paths cost.
+ */
+static int	citus_present = -1;	/* -1: not known */
+static bool citus_present_callback = false;
+
+static void
+CitusPresentInvalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	citus_present = -1;
+}
+
+bool
+IdemCitusPresent(void)
+{
+	if (citus_present < 0)
+	{
+		if (!citus_present_callback)
+		{
+			CacheRegisterSyscacheCallback(RELNAMENSP, CitusPresentInvalidate, (Datum) 0);
+			citus_present_callback = true;
+		}
+		citus_present = OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE));
+	}
+	return citus_present == 1;
+}
+
+static int64 node_group = -1;	/* -1: to be read */
+static Oid	node_group_relid = InvalidOid;
+static bool node_group_callback = false;
+
+/* pg_dist_local_group changed (or everything was invalidated): read again */
+static void
+NodeGroupInvalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == node_group_relid)
+		node_group = -1;
+}
+
+/*
+ * This node's Citus group id (pg_catalog.pg_dist_local_group: 0 on the
+ * coordinator), or 0 where Citus is not installed; an ERROR past max (the
+ * fencing tokens' room for it).  Read once per backend; Citus invalidates
+ * the table's relcache entry when the group changes.  Must be called
+ * inside SPI.
+ */
+int64
+IdemCitusNodeGroup(int64 max)
+{
+	Oid			relid = get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE);
+
+	if (relid != node_group_relid)
+	{
+		node_group_relid = relid;
+		node_group = -1;
+	}
+	if (!OidIsValid(relid))
+		return 0;
+	if (node_group < 0)
+	{
+		bool		isnull;
+		Datum		d;
+
+		if (!node_group_callback)
+		{
+			CacheRegisterRelcacheCallback(NodeGroupInvalidate, (Datum) 0);
+			node_group_callback = true;
+		}
+		if (SPI_execute("SELECT groupid FROM pg_catalog.pg_dist_local_group", true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read pg_catalog.pg_dist_local_group");
+		d = SPI_processed == 1 ?
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull) : (Datum) 0;
+		node_group = (SPI_processed == 1 && !isnull) ? DatumGetInt32(d) : 0;
+		if (node_group < 0 || node_group > max)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("Citus group id %lld is out of the range fencing tokens can hold",
+							(long long) node_group),
+					 errdetail("Tokens keep the group id in 15 bits.")));
+	}
+	return node_group;
+}
+
+/*
+ * The relations expiry works on: NIL for the table itself, or, where Citus
+ * has distributed it by hash, this node's shards of it, schema-qualified
+ * and quoted.  Each node's worker expires its own shards, with no
+ * connection to another node (which idempotency_admin, a role that cannot
+ * log in, could not open): statements over the whole distributed table
+ * with FOR UPDATE cannot run on Citus anyway.  Called inside SPI.
+ */
+List *
+IdemCitusLocalShards(Oid nspid)
+{
+	Oid			table = IdemKeysRelid(nspid);
+	Datum		arg = ObjectIdGetDatum(table);
+	List	   *shards = NIL;
+	char	   *schema;
+	char	   *relname;
+
+	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)) ||
+		!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		return NIL;
+	if (SPI_execute_with_args("SELECT s.shardid FROM pg_catalog.pg_dist_partition d"
+							  " JOIN pg_catalog.pg_dist_shard s ON s.logicalrelid OPERATOR(pg_catalog.=) d.logicalrelid"
+							  " JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid"
+							  " WHERE d.logicalrelid OPERATOR(pg_catalog.=) $1 AND d.partmethod OPERATOR(pg_catalog.=) 'h'"
+							  " AND p.groupid OPERATOR(pg_catalog.=) (SELECT groupid FROM pg_catalog.pg_dist_local_group)"
+							  " ORDER BY s.shardid",
+							  1, (Oid[]) {OIDOID}, &arg, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read this node's shards of idempotency_keys");
+	if (SPI_processed == 0)
+		return NIL;
+	schema = (char *) quote_identifier(get_namespace_name(nspid));
+	relname = get_rel_name(table);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int64		shardid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 1, &isnull));
+
+		shards = lappend(shards, psprintf("%s.%s", schema,
+										  quote_identifier(psprintf("%s_" INT64_FORMAT, relname, shardid))));
+	}
+	return shards;
+}
+
+/*
+ * Is idempotency_keys a Citus table (so that only shards hold rows)?  Only
+ * one hash-distributed will do: its shards are expired on the node that
+ * holds them (IdemCitusLocalShards); a reference table's or a single-shard table's
+ * rows would have to be written through Citus, whose planner refuses the
+ * batch's FOR UPDATE SKIP LOCKED over a Citus table, so such a table is
+ * refused rather than left unexpired.  Called inside SPI.
+ */
+bool
+IdemCitusDistributed(Oid nspid)
+{
+	Datum		arg = ObjectIdGetDatum(IdemKeysRelid(nspid));
+	bool		isnull;
+	char		method;
+
+	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		return false;
+	if (SPI_execute_with_args("SELECT partmethod FROM pg_catalog.pg_dist_partition"
+							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1",
+							  1, (Oid[]) {OIDOID}, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_dist_partition");
+	if (SPI_processed == 0)
+		return false;
+	method = DatumGetChar(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (isnull || method != 'h')
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot expire idempotency_keys: it is a Citus table that is not hash-distributed"),
+				 errdetail("Expiry runs on each node's shards of the table distributed by scope."),
+				 errhint("Distribute the table with idem_distribute(), or undistribute it.")));
+	return true;
 }

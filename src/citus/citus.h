@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * citus/citus.h
+ *	  Everything the extension knows of Citus, in src/citus/: its catalogs
+ *	  (pg_dist_*), the shard of a key's scope and holding it, this node's
+ *	  group and its shards of the table.  The rest of src/ asks here.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMPOTENCY_CITUS_H
+#define IDEMPOTENCY_CITUS_H
+
+#include "nodes/pg_list.h"
+
+extern bool IdemCitusPresent(void);
+extern int64 IdemCitusNodeGroup(int64 max);
+extern bool IdemCitusDistributed(Oid nspid);
+extern List *IdemCitusLocalShards(Oid nspid);
+
+/* the key's shard (shards.c) */
+
+/* A key's shard (Citus): its id, and its relation where this node holds it */
+typedef struct IdemShard
+{
+	int64		shardid;
+	Oid			relid;			/* InvalidOid: not on this node */
+} IdemShard;
+
+extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
+extern bool IdemKeyShard(Oid nspid, text *scope, IdemShard *out);
+extern void IdemCitusHoldShard(Oid nspid, int64 shardid);
+
+#endif							/* IDEMPOTENCY_CITUS_H */
