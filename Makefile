@@ -36,7 +36,7 @@ ifdef WERROR
 PG_CFLAGS += -Werror
 endif
 
-# Tests, after make install (README.md, "Tests"), with the PG_CONFIG of the
+# Tests, after make install (CONTRIBUTING.md, "Tests"), with the PG_CONFIG of the
 # server to test:
 #   make installcheck        pg_regress over sql/ (expected/), then
 #                            pg_isolation_regress over test/specs/
