@@ -59,7 +59,7 @@ SELECT length(idem_request_hash(('[' || repeat('1e131000,', 8200) || '1]')::json
 
 -- every number from 10^-32 to 10^32 hashes as before (trim_scale's text is
 -- numeric_normalize's form there)
-SELECT count(*) AS numbers,
+SELECT count(*) > 3000 AS many_numbers,
        count(*) FILTER (WHERE idem_request_hash(to_jsonb(x)) <> sha256(convert_to(trim_scale(x)::text, 'UTF8'))) AS differ
 FROM (SELECT s * (i * 1234567 + i % 7)::numeric * power(10::numeric, e) AS x
       FROM generate_series(1, 40) i, generate_series(-41, 25) e, (VALUES (1), (-1)) AS g(s)) AS t
