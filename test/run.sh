@@ -23,8 +23,8 @@
 #   PG_MAJOR=18 bash test/run.sh        one version (PG_MAJOR="17 18": some)
 #   bash test/run.sh tap pgtap          only the suites named, on every version
 #   IDEM_CITUS_VERSIONS="15 17 18"      the citus suite on those versions too
-#                                       (default: 15 only; 17 and 18 use
-#                                       Citus 14.0.1, see README)
+#                                       (default: 15 and 18; 17 and 18 use
+#                                       Citus 14.0.1, see docs/citus.md)
 # The suites:
 #   regress    make installcheck TEMP_INSTANCE=1: pg_regress over sql/
 #              (expected/, with expected/*_1.out where a version prints
@@ -32,7 +32,9 @@
 #   isolation  the same for pg_isolation_regress over test/specs
 #   pgtap      pg_prove over test/pgtap/*.sql, a fresh database per file
 #   tap        make prove_installcheck: prove over test/t/*.pl
-#              (PostgreSQL::Test::Cluster), one file at a time
+#              (PostgreSQL::Test::Cluster), one file at a time; in a
+#              chroot, 060_major_upgrade.pl upgrades from this system's
+#              PostgreSQL 15 (skipped, and counted so, without one)
 #   http       examples/: the Node.js (examples/http), Go (examples/go) and
 #              Java (examples/java) payment services, each against the
 #              conformance suite examples/conformance (node --test), plus
@@ -256,8 +258,16 @@ suite_tap()
 		n=$((n + 1))
 		name=$(basename "$f" .pl)
 		dir=$WORK/tap/$name
+		if [ "$name" = 060_major_upgrade ] && [ "$PG_MAJOR" = "$OLD_MAJOR" ]; then
+			note "$name: $OLD_MAJOR is the oldest version, the one the others' runs upgrade from"
+			continue
+		fi
 		if run_logged "$dir.log" "${MAKE_PG[@]}" prove_installcheck PROVE_TESTS="$f"; then
-			pass "tap/$name"
+			if grep -q '\.\. skipped: ' "$dir.log"; then
+				skip "tap/$name ($(sed -n 's/.*\.\. skipped: //p' "$dir.log" | head -1))"
+			else
+				pass "tap/$name"
+			fi
 		else
 			fail "tap/$name"
 			cat "$dir.log"
@@ -651,6 +661,9 @@ ALL_SUITES="regress isolation pgtap tap http package bench valgrind citus"
 # with IDEM_CITUS_VERSIONS="15 17 18" or by name (PG_MAJOR=17 bash
 # test/run.sh citus).
 ALL_VERSIONS="15 17 18 19"
+# The oldest: in each other version's chroot, test/t/060_major_upgrade.pl
+# moves a database from it (the one this system installed) to that version.
+OLD_MAJOR=15
 IDEM_CITUS_VERSIONS=${IDEM_CITUS_VERSIONS:-15 18}
 default_suites()
 {
@@ -725,6 +738,12 @@ run_one_version()
 	MAKE_PG=(runuser -u postgres -- env TMPDIR="$WORK/tmp" make -C "$WORK" --no-print-directory
 		PG_CONFIG="$PG_BIN/pg_config")
 	export IDEM_TMP=$WORK # test/deb.sh puts its files under ours
+	# test/t/060_major_upgrade.pl: the older PostgreSQL run_in_chroot put here
+	if [ -d /opt/idempotency-old/usr/lib/postgresql/$OLD_MAJOR ] && [ "$PG_MAJOR" != "$OLD_MAJOR" ]; then
+		export IDEM_OLD_INSTALL=/opt/idempotency-old/usr/lib/postgresql/$OLD_MAJOR
+		IDEM_OLD_LIBRARY_PATH=$(chroot_old_libraries "$OLD_MAJOR")
+		export IDEM_OLD_LIBRARY_PATH
+	fi
 	for s in $suites; do
 		"suite_$s"
 	done
@@ -814,6 +833,13 @@ run_in_chroot()
 		CHROOT_ROOT=""
 		return
 	fi
+	# the PostgreSQL this system runs, for the major upgrade test
+	case " $suites " in
+	*" tap "*)
+		[ "$v" != "$OLD_MAJOR" ] && ! chroot_add_old_install "$root" "$OLD_MAJOR" &&
+			echo "  (no PostgreSQL $OLD_MAJOR with idempotency installed here: the major upgrade test skips)"
+		;;
+	esac
 	# the tree as it is (uncommitted changes too, as on this system), and
 	# ../shared beside it when there is one
 	mkdir -p "$root/work/project"

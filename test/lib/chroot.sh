@@ -153,6 +153,53 @@ chroot_exec()
 	' chroot "$root" "$cmd" "$apt"
 }
 
+# Copy this system's PostgreSQL $2 (with the idempotency it has installed)
+# into chroot $1 at /opt/idempotency-old, for test/t/060_major_upgrade.pl:
+# the Debian layout (usr/lib/postgresql/N, usr/share/postgresql/N; the
+# binaries find their share directory relative to themselves), and under
+# lib-host/ every shared library its programs and modules load, from which
+# chroot_old_libraries picks the ones the chroot's release lacks.  Returns
+# 1 when this system has no such installation.
+chroot_add_old_install()
+{
+	local root=$1 v=$2 old=$1/opt/idempotency-old f
+	[ -x "/usr/lib/postgresql/$v/bin/postgres" ] && [ -e "/usr/lib/postgresql/$v/lib/idempotency.so" ] &&
+		[ -d "/usr/share/postgresql/$v/extension" ] || return 1
+	mkdir -p "$old/usr/lib/postgresql" "$old/usr/share/postgresql" "$old/lib-host"
+	cp -a "/usr/lib/postgresql/$v" "$old/usr/lib/postgresql/" &&
+		cp -a "/usr/share/postgresql/$v" "$old/usr/share/postgresql/" || return 1
+	for f in "/usr/lib/postgresql/$v"/bin/* "/usr/lib/postgresql/$v"/lib/*.so; do
+		# (not LLVM's: without it JIT is off, and the tests do without)
+		case $f in */llvmjit*.so) continue ;; esac
+		ldd "$f" 2>/dev/null
+	done | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u | while read -r f; do
+		cp -L "$f" "$old/lib-host/"
+	done
+}
+
+# Inside a chroot: the directory (made once) of links to those of
+# /opt/idempotency-old/lib-host's libraries that the old PostgreSQL $1's
+# programs and modules do not find here.  Prints nothing without one.
+chroot_old_libraries()
+{
+	local v=$1 old=/opt/idempotency-old dir=/opt/idempotency-old/lib-missing f lib
+	[ -d "$old/lib-host" ] || return 0
+	mkdir -p "$dir"
+	# a library found only now can need others: look again, until none is new
+	for _ in 1 2 3 4 5; do
+		for f in "$old/usr/lib/postgresql/$v"/bin/* "$old/usr/lib/postgresql/$v"/lib/*.so; do
+			case $f in */llvmjit*.so) continue ;; esac
+			LD_LIBRARY_PATH=$dir ldd "$f" 2>/dev/null
+		done | awk '$2 == "=>" && $3 == "not" { print $1 }' | sort -u >"$dir.want"
+		[ -s "$dir.want" ] || break
+		while read -r lib; do
+			[ -e "$old/lib-host/$lib" ] && ln -sf "$old/lib-host/$lib" "$dir/$lib"
+		done <"$dir.want"
+	done
+	rm -f "$dir.want"
+	echo "$dir"
+}
+
 # The directory that keeps version $1's chroot's downloaded packages.
 chroot_apt_cache()
 {
