@@ -69,6 +69,11 @@ set -uo pipefail # not -e: a failing suite is counted and the run goes on
 cd "$(dirname "$0")/.." || exit 2
 VERSIONS_GIVEN=${PG_MAJOR:-}
 PG_BIN_GIVEN=${PG_BIN:-}
+# PG_BIN names one server: its version alone, unless PG_MAJOR says otherwise
+if [ -n "$PG_BIN_GIVEN" ] && [ -z "$VERSIONS_GIVEN" ] && [ -x "$PG_BIN_GIVEN/pg_config" ]; then
+	VERSIONS_GIVEN=$("$PG_BIN_GIVEN/pg_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+	export PG_MAJOR=$VERSIONS_GIVEN
+fi
 . test/lib/common.sh
 . test/lib/chroot.sh
 
