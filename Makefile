@@ -17,8 +17,11 @@ OBJS = \
 	src/execute.o \
 	src/worker.o \
 	src/guard.o
-DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql idempotency--0.2.0.sql \
-       idempotency--0.2.0--0.3.0.sql idempotency--0.3.0.sql idempotency--0.3.0--0.4.0.sql
+# One install script, frozen (0.1.0), and a step for each version after it:
+# every version installs as 0.1.0 plus its steps (CONTRIBUTING.md, "Install
+# scripts").
+DATA = idempotency--0.1.0.sql idempotency--0.1.0--0.2.0.sql idempotency--0.2.0--0.3.0.sql \
+       idempotency--0.3.0--0.4.0.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 PGFILEDESC = "idempotency - idempotency keys for payment APIs"
 
