@@ -16,24 +16,7 @@ $node->append_conf('postgresql.conf', "shared_preload_libraries = 'idempotency'"
 $node->start;
 
 $node->safe_psql('postgres', 'CREATE DATABASE src');
-$node->safe_psql('src', q{
-	CREATE EXTENSION idempotency;
-	CREATE TABLE payments (id bigserial PRIMARY KEY, key text NOT NULL, amount int NOT NULL);
-	SELECT idem_claim('processing', '{"amount": 1}', 'm1', lease => '1 hour');
-	SELECT idem_claim('stale', NULL, 'm1', lease => '1 ms');
-	SELECT idem_checkpoint('stale', 'card-authorized', 'm1', (SELECT token FROM idempotency_keys WHERE key = 'stale'));
-	BEGIN;
-	SELECT idem_claim('completed', '{"amount": 300}', 'm1');
-	INSERT INTO payments (key, amount) VALUES ('completed', 300);
-	SELECT idem_complete('completed', 201, '{"payment_id": 1, "note": "é ✓"}', 'm1');
-	SELECT idem_claim('declined', NULL, 'm2');
-	SELECT idem_fail('declined', 'm2', response_code => 402, response => '{"error": "card_declined"}', retryable => false);
-	SELECT idem_claim('retry', NULL, 'm2');
-	SELECT idem_fail('retry', 'm2');
-	COMMIT;
-	SELECT idem_execute('exec', '{"amount": 5}', 'm3', 201,
-	    'INSERT INTO payments (key, amount) VALUES ($1, $2) RETURNING id', 'exec', 5);
-});
+$node->safe_psql('src', 'CREATE EXTENSION idempotency;' . keys_in_every_state());
 
 my $rows = q{SELECT string_agg(k::text, E'\n' ORDER BY scope, key) FROM idempotency_keys k};
 my $before = $node->safe_psql('src', $rows);

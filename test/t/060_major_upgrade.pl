@@ -40,25 +40,9 @@ cmp_ok(int($old_version / 10000), '<', $new_probe->pg_version->major,
 
 $old->safe_psql('postgres', 'CREATE DATABASE pay');
 $old->safe_psql('pay', 'CREATE EXTENSION idempotency;' . tenant_recipe('m1', 'm2', 'm3'));
-$old->safe_psql('pay', q{
-	CREATE TABLE payments (id bigserial PRIMARY KEY, key text NOT NULL, amount int NOT NULL);
+$old->safe_psql('pay', keys_in_every_state() . q{
 	GRANT SELECT, INSERT ON payments TO idempotency_app;
-	GRANT USAGE ON SEQUENCE payments_id_seq TO idempotency_app;
-	SELECT idem_claim('processing', '{"amount": 1}', 'm1', lease => '1 hour');
-	SELECT idem_claim('stale', NULL, 'm1', lease => '1 ms');
-	SELECT idem_checkpoint('stale', 'card-authorized', 'm1', (SELECT token FROM idempotency_keys WHERE key = 'stale'));
-	BEGIN;
-	SELECT idem_claim('completed', '{"amount": 300}', 'm1');
-	INSERT INTO payments (key, amount) VALUES ('completed', 300);
-	SELECT idem_complete('completed', 201, '{"payment_id": 1, "note": "é ✓"}', 'm1');
-	SELECT idem_claim('declined', NULL, 'm2');
-	SELECT idem_fail('declined', 'm2', response_code => 402, response => '{"error": "card_declined"}', retryable => false);
-	SELECT idem_claim('retry', NULL, 'm2');
-	SELECT idem_fail('retry', 'm2');
-	COMMIT;
-	SELECT idem_execute('exec', '{"amount": 5}', 'm3', 201,
-	    'INSERT INTO payments (key, amount) VALUES ($1, $2) RETURNING id', 'exec', 5);
-});
+	GRANT USAGE ON SEQUENCE payments_id_seq TO idempotency_app;});
 
 my $rows = q{SELECT string_agg(k::text, E'\n' ORDER BY scope, key) FROM idempotency_keys k};
 my $before = $old->safe_psql('pay', $rows);

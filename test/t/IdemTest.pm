@@ -11,7 +11,7 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Utils;
 
-our @EXPORT = qw(log_errors tenant_recipe);
+our @EXPORT = qw(log_errors tenant_recipe keys_in_every_state);
 
 # The ERROR, FATAL and PANIC lines of $node's server log from byte offset
 # $from on, joined by newlines ('' when there are none).
@@ -36,6 +36,32 @@ sub tenant_recipe
             USING (scope = current_user) WITH CHECK (scope = current_user);
         CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin USING (true) WITH CHECK (true);
         SELECT idem_save_row_security();
+    };
+}
+
+# A payments table and six keys, one in each state, as SQL: scope m1
+# 'processing' (lease of an hour), 'stale' (lease run out, with a recovery
+# point) and 'completed' (201, with its payment); scope m2 'declined' (a
+# failure not retryable, 402) and 'retry' (a retryable one); scope m3 'exec'
+# (idem_execute, with its payment).
+sub keys_in_every_state
+{
+    return q{
+	CREATE TABLE payments (id bigserial PRIMARY KEY, key text NOT NULL, amount int NOT NULL);
+	SELECT idem_claim('processing', '{"amount": 1}', 'm1', lease => '1 hour');
+	SELECT idem_claim('stale', NULL, 'm1', lease => '1 ms');
+	SELECT idem_checkpoint('stale', 'card-authorized', 'm1', (SELECT token FROM idempotency_keys WHERE key = 'stale'));
+	BEGIN;
+	SELECT idem_claim('completed', '{"amount": 300}', 'm1');
+	INSERT INTO payments (key, amount) VALUES ('completed', 300);
+	SELECT idem_complete('completed', 201, '{"payment_id": 1, "note": "é ✓"}', 'm1');
+	SELECT idem_claim('declined', NULL, 'm2');
+	SELECT idem_fail('declined', 'm2', response_code => 402, response => '{"error": "card_declined"}', retryable => false);
+	SELECT idem_claim('retry', NULL, 'm2');
+	SELECT idem_fail('retry', 'm2');
+	COMMIT;
+	SELECT idem_execute('exec', '{"amount": 5}', 'm3', 201,
+	    'INSERT INTO payments (key, amount) VALUES ($1, $2) RETURNING id', 'exec', 5);
     };
 }
 
