@@ -171,14 +171,14 @@ GRANT EXECUTE ON FUNCTION idem_key_lock(text, text, integer) TO idempotency_app;
  * the constraint, until the row is mended.  Not on a table Citus has
  * distributed (see below).
  */
-CREATE FUNCTION idem_row_storable(response jsonb, recovery_point text)
+CREATE FUNCTION idem_row_storable(response jsonb, recovery_point text, request_hash bytea)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'idem_row_storable'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION idem_row_storable(jsonb, text) IS
-    'idempotency_keys'' CHECK: a response and recovery point short enough for pg_dump';
-REVOKE ALL ON FUNCTION idem_row_storable(jsonb, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION idem_row_storable(jsonb, text) TO idempotency_app;
+COMMENT ON FUNCTION idem_row_storable(jsonb, text, bytea) IS
+    'idempotency_keys'' CHECK: a response and recovery point short enough for pg_dump, a request hash of 32 bytes';
+REVOKE ALL ON FUNCTION idem_row_storable(jsonb, text, bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem_row_storable(jsonb, text, bytea) TO idempotency_app;
 
 DO $constraint$
 DECLARE
@@ -198,7 +198,6 @@ BEGIN
         RETURN;
     END IF;
     EXECUTE 'ALTER TABLE @extschema@.idempotency_keys ADD CONSTRAINT idempotency_keys_storable'
-            ' CHECK (@extschema@.idem_row_storable(response, recovery_point)'
-            ' AND (request_hash IS NULL OR pg_catalog.octet_length(request_hash) OPERATOR(pg_catalog.=) 32))';
+            ' CHECK (@extschema@.idem_row_storable(response, recovery_point, request_hash))';
 END
 $constraint$;

@@ -1083,7 +1083,7 @@ check_upgrade()
 	# neither old index nor 0.2.0's CHECK constraint; and not 0.4.0's CHECK
 	# either, which the update leaves out on a distributed table
 	# (idempotency--0.3.0--0.4.0.sql)
-	local storable='CHECK ((idem_row_storable(response, recovery_point) AND ((request_hash IS NULL) OR (octet_length(request_hash) = 32)))), '
+	local storable='CHECK (idem_row_storable(response, recovery_point, request_hash)), '
 	got=$(shard_shapes)
 	fresh_shards=$(QDB=postgres shard_shapes)
 	fresh_shards=${fresh_shards//"$storable"/}
