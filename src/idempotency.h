@@ -35,7 +35,9 @@
  * count from after it (IdemRestampIfWaited): a lease is never shorter than
  * asked by more.
  */
+#ifndef IDEM_STAMP_SLACK_USECS	/* bench/profile.sh sets it for callgrind */
 #define IDEM_STAMP_SLACK_USECS	INT64CONST(10000)
+#endif
 
 /* idempotency.stale_policy values */
 typedef enum IdemStalePolicy
@@ -207,6 +209,9 @@ extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
 extern bool IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
 								TimestampTz stamped);
 extern double IdemEpochSeconds(TimestampTz t);
+typedef void (*IdemSubxactBody) (void *arg);
+extern int	IdemRunInSubtransaction(IdemSubxactBody body, void *arg,
+									const int *caught);
 extern int	IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args,
 						bool read_only, long count);
 extern void IdemPrepare(IdemStmt stmt, Oid nspid);
