@@ -335,45 +335,33 @@ TryLockRow(IdemClaimArgs *a)
  * lock timeout means busy (in_progress); a writer that rolled back
  * meanwhile leaves the row to this claim.
  */
+typedef struct PolicyInsert
+{
+	IdemClaimArgs *a;
+	const IdemArgs *args;
+	bool		written;
+} PolicyInsert;
+
+static void
+PolicyInsertBody(void *arg)
+{
+	PolicyInsert *p = (PolicyInsert *) arg;
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	p->written = IdemExecute(IDEM_STMT_INSERT, p->a->nspid, p->args, false, 0) > 0;
+	AtEOXact_GUC(true, level);
+}
+
 static bool
 PolicyCheckedInsert(IdemClaimArgs *a, const IdemArgs *args, bool *busy)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool written = false;
+	static const int caught[] = {ERRCODE_LOCK_NOT_AVAILABLE, 0};
+	PolicyInsert p = {a, args, false};
 
-	*busy = false;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		int			level = NewGUCNestLevel();
-
-		(void) set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		written = IdemExecute(IDEM_STMT_INSERT, a->nspid, args, false, 0) > 0;
-		AtEOXact_GUC(true, level);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		*busy = true;
-	}
-	PG_END_TRY();
-	return written;
+	*busy = IdemRunInSubtransaction(PolicyInsertBody, &p, caught) != 0;
+	return !*busy && p.written;
 }
 
 /*

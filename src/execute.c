@@ -447,91 +447,76 @@ NewKeySubxactAllowed(void)
 	return exec_subxacts < EXEC_MAX_SUBXACTS;
 }
 
+typedef struct NewKey
+{
+	IdemClaimArgs *a;
+	ExecStatement *st;
+	Datum		code;
+	bool		code_null;
+	Datum		response;		/* set by NewKeyBody */
+	int64		token;			/* set by NewKeyBody */
+} NewKey;
+
+/* ExecuteNewKey's subtransaction: the statement, then the key row */
+static void
+NewKeyBody(void *arg)
+{
+	NewKey	   *n = (NewKey *) arg;
+	IdemClaimArgs *a = n->a;
+	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
+	int			level;
+
+	n->response = RunStatement(n->st, a);
+
+	level = IdemPinSearchPath();
+	IdemPrepare(IDEM_STMT_INSERT_COMPLETED, a->nspid);
+	a->now = GetCurrentTimestamp();	/* after the statement */
+	IdemArgPtr(&args, IDEM_PARAM_REQUEST_HASH, a->hash);
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
+	IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
+			TimestampTzGetDatum(IdemTimePlus(a->now, a->retention)));
+	SetResponseArgs(&args, n->code, n->code_null, n->response);
+	n->token = IdemNextToken(a->nspid);
+	IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(n->token));
+	if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a->nspid, &args, false, 0) != 1)
+		elog(ERROR, "INSERT of idempotency key did not insert its row");
+	(void) IdemRestampIfWaited(a->nspid, a->scope, a->key, n->token, a->now);
+	IdemUnpinSearchPath(level);
+}
+
 /*
  * A key without a row: run the statement and insert the key row completed,
  * in a subtransaction (see the top of the file).  Returns true with the
  * result in values/nulls, or false, having undone everything, when a
  * concurrent claim of the key got there first (or the statement failed on
  * a unique index or a deadlock).  Must be called inside SPI.
+ *
+ * The key's primary key, or a unique index or a deadlock shared with a
+ * concurrent request of the same key: the general way finds out which.  If
+ * it had nothing to do with the key, the statement runs again there and
+ * fails again, as the caller's error.
  */
 static bool
 ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 			  Oid status_typid, Datum *values, bool *nulls)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool inserted = false;
-	volatile Datum response = (Datum) 0;
-	volatile int64 token = 0;
+	static const int caught[] = {ERRCODE_UNIQUE_VIOLATION, ERRCODE_T_R_DEADLOCK_DETECTED, 0};
+	NewKey		n = {a, st, code, code_null, (Datum) 0, 0};
 
 	exec_subxacts++;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		IdemArgs	args = IdemKeyArgs(a->scope, a->key);
-		int			level;
-
-		response = RunStatement(st, a);
-
-		level = IdemPinSearchPath();
-		IdemPrepare(IDEM_STMT_INSERT_COMPLETED, a->nspid);
-		a->now = GetCurrentTimestamp();	/* after the statement */
-		IdemArgPtr(&args, IDEM_PARAM_REQUEST_HASH, a->hash);
-		IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
-		IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
-				TimestampTzGetDatum(IdemTimePlus(a->now, a->retention)));
-		SetResponseArgs(&args, code, code_null, response);
-		token = IdemNextToken(a->nspid);
-		IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(token));
-		if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a->nspid, &args, false, 0) != 1)
-			elog(ERROR, "INSERT of idempotency key did not insert its row");
-		(void) IdemRestampIfWaited(a->nspid, a->scope, a->key, token, a->now);
-		IdemUnpinSearchPath(level);
-
-		ReleaseCurrentSubTransaction();
-		inserted = true;
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-
-		/*
-		 * The key's primary key, or a unique index or a deadlock shared
-		 * with a concurrent request of the same key: the general way finds
-		 * out which.  If it had nothing to do with the key, the statement
-		 * runs again there and fails again, as the caller's error.
-		 */
-		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION &&
-			edata->sqlerrcode != ERRCODE_T_R_DEADLOCK_DETECTED)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		inserted = false;
-	}
-	PG_END_TRY();
-
-	if (!inserted)
+	if (IdemRunInSubtransaction(NewKeyBody, &n, caught) != 0)
 		return false;
 
 	values[CLAIM_OUTCOME] = CStringGetTextDatum(IdemOutcomeName(IDEM_OUTCOME_NEW));
 	nulls[CLAIM_OUTCOME] = false;
-	values[CLAIM_TOKEN] = Int64GetDatum(token);
+	values[CLAIM_TOKEN] = Int64GetDatum(n.token);
 	nulls[CLAIM_TOKEN] = false;
 	values[CLAIM_STATUS] = IdemStatusValue(status_typid, IDEM_COMPLETED);
 	nulls[CLAIM_STATUS] = false;
 	values[CLAIM_RESPONSE_CODE] = code;
 	nulls[CLAIM_RESPONSE_CODE] = code_null;
-	values[CLAIM_RESPONSE] = response;
-	nulls[CLAIM_RESPONSE] = (response == (Datum) 0);
+	values[CLAIM_RESPONSE] = n.response;
+	nulls[CLAIM_RESPONSE] = (n.response == (Datum) 0);
 	IdemStatsAdd(IDEM_STAT_CLAIM_NEW, 1);
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 	return true;

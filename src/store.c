@@ -799,3 +799,49 @@ IdemExecuteOn(IdemStmt stmt, const char *relation, const IdemArgs *args)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	return (int) SPI_processed;
 }
+
+/*
+ * Run body(arg) in a subtransaction of its own.  Returns 0 when it
+ * committed; when it raised an error whose SQLSTATE is in caught (ended by
+ * 0), returns that SQLSTATE, the subtransaction rolled back and the error
+ * dropped; any other error is raised again.  Memory allocated by body in
+ * the caller's memory context stays there; the caller's resource owner
+ * stays current.
+ */
+int
+IdemRunInSubtransaction(IdemSubxactBody body, void *arg, const int *caught)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile int sqlstate = 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		body(arg);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		const int  *c;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		for (c = caught; *c != 0 && *c != edata->sqlerrcode; c++)
+			;
+		if (*c == 0)
+			ReThrowError(edata);
+		sqlstate = edata->sqlerrcode;
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return sqlstate;
+}
