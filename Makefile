@@ -14,6 +14,7 @@ OBJS = \
 	src/hash.o \
 	src/expire.o \
 	src/stats.o \
+	src/shmem.o \
 	src/execute.o \
 	src/worker.o \
 	src/guard.o

@@ -23,24 +23,8 @@
 #define IdemCurrentLxid()	(MyProc->lxid)
 #endif
 
-/* MarkGUCPrefixReserved arrived in 15; EmitWarningsOnPlaceholders before. */
-#if PG_VERSION_NUM >= 150000
-#define IdemReserveGUCPrefix(prefix)	MarkGUCPrefixReserved(prefix)
-#else
-#define IdemReserveGUCPrefix(prefix)	EmitWarningsOnPlaceholders(prefix)
-#endif
-
-/* shmem_request_hook arrived in 15. */
-#if PG_VERSION_NUM >= 150000
-#define IDEM_HAVE_SHMEM_REQUEST_HOOK 1
-#endif
-
-
-/* pg_cryptohash_final() took the digest length from 15 on. */
-#if PG_VERSION_NUM >= 150000
-#define IdemCryptohashFinal(ctx, dest, len)	pg_cryptohash_final(ctx, dest, len)
-#else
-#define IdemCryptohashFinal(ctx, dest, len)	pg_cryptohash_final(ctx, dest)
+#if PG_VERSION_NUM < 150000
+#error "idempotency needs PostgreSQL 15 or later"
 #endif
 
 /* object_ownercheck replaced pg_class_ownercheck in 16. */

@@ -98,7 +98,7 @@ Sha256(const char *data, size_t len, uint8 *digest)
 
 	if (pg_cryptohash_init(ctx) < 0 ||
 		pg_cryptohash_update(ctx, (const uint8 *) data, len) < 0 ||
-		IdemCryptohashFinal(ctx, digest, PG_SHA256_DIGEST_LENGTH) < 0)
+		pg_cryptohash_final(ctx, digest, PG_SHA256_DIGEST_LENGTH) < 0)
 	{
 		pg_cryptohash_free(ctx);
 		ReportHashFailure();

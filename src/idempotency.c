@@ -6,13 +6,14 @@
  * Everything here runs once per backend when the library is loaded, either
  * through shared_preload_libraries or on the first call of a function.
  * The GUCs are defined in both cases; only preloading sets up the shared
- * counters (stats.c) and registers the background worker (worker.c).
+ * memory (shmem.c) and registers the background worker (worker.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "compat.h"
@@ -76,10 +77,11 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	IdemStatsInit();
+	if (process_shared_preload_libraries_in_progress)
+		IdemShmemInit();
 	IdemWorkerInit();
 	IdemGuardInit();
 	IdemClaimInit();
 
-	IdemReserveGUCPrefix("idempotency");
+	MarkGUCPrefixReserved("idempotency");
 }

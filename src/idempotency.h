@@ -318,13 +318,19 @@ typedef enum IdemStat
 	IDEM_NUM_STATS
 } IdemStat;
 
-extern void IdemStatsInit(void);
+extern Size IdemStatsShmemSize(void);
+extern void IdemStatsShmemAttach(void);
 extern void IdemStatsAdd(IdemStat stat, int64 n);
 extern void IdemStatsBatch(int64 rows);
 extern void IdemStatsWorkerPass(TimestampTz end);
 
 /* worker.c */
 extern void IdemWorkerInit(void);
+extern Size IdemWorkerShmemSize(void);
+extern void IdemWorkerShmemAttach(void);
+
+/* shmem.c */
+extern void IdemShmemInit(void);
 
 /* guard.c */
 extern void IdemGuardInit(void);

@@ -39,48 +39,23 @@ typedef struct IdemSharedStats
 } IdemSharedStats;
 
 static IdemSharedStats *idem_stats_shared = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-#ifdef IDEM_HAVE_SHMEM_REQUEST_HOOK
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-
-/* Ask for our shared memory (PostgreSQL 15 and later) */
-static void
-idem_shmem_request(void)
+/* The counters' shared memory (shmem.c asks for it) */
+Size
+IdemStatsShmemSize(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(IdemSharedStats)));
+	return MAXALIGN(sizeof(IdemSharedStats));
 }
-
-/* Arrange for our shared memory to be requested */
-static void
-IdemRequestShmem(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = idem_shmem_request;
-}
-#else
-/* Ask for our shared memory (before PostgreSQL 15: straight from _PG_init) */
-static void
-IdemRequestShmem(void)
-{
-	RequestAddinShmemSpace(MAXALIGN(sizeof(IdemSharedStats)));
-}
-#endif
 
 /*
- * Attach to the counters, creating them at postmaster start.
+ * Attach to the counters, making them at postmaster start; shmem.c calls
+ * it holding AddinShmemInitLock.
  */
-static void
-idem_shmem_startup(void)
+void
+IdemStatsShmemAttach(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	idem_stats_shared = ShmemInitStruct("idempotency stats",
 										sizeof(IdemSharedStats), &found);
 	if (!found)
@@ -92,21 +67,6 @@ idem_shmem_startup(void)
 		pg_atomic_init_u64(&idem_stats_shared->reset_at,
 						   (uint64) GetCurrentTimestamp());
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/*
- * Set up the counters; called from _PG_init.  Does nothing unless the
- * library is being preloaded.
- */
-void
-IdemStatsInit(void)
-{
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-	IdemRequestShmem();
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = idem_shmem_startup;
 }
 
 /* Count n events */

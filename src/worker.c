@@ -159,48 +159,22 @@ static bool start_failed_logged = false;
 /* In a pass: what the launcher told it */
 static PassArgs pass_args;
 
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-#ifdef IDEM_HAVE_SHMEM_REQUEST_HOOK
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-
-/* Ask for the launcher's shared memory (PostgreSQL 15 and later) */
-static void
-worker_shmem_request(void)
+/* The launcher's shared memory (shmem.c asks for it) */
+Size
+IdemWorkerShmemSize(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(WorkerShared)));
+	return MAXALIGN(sizeof(WorkerShared));
 }
-
-/* Arrange for the shared memory to be requested */
-static void
-WorkerRequestShmem(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = worker_shmem_request;
-}
-#else
-/* Ask for the launcher's shared memory (before 15: from _PG_init) */
-static void
-WorkerRequestShmem(void)
-{
-	RequestAddinShmemSpace(MAXALIGN(sizeof(WorkerShared)));
-}
-#endif
 
 /*
- * Attach to the pass flags, creating them at postmaster start.
+ * Attach to the pass flags, making them at postmaster start; shmem.c calls
+ * it holding AddinShmemInitLock.
  */
-static void
-worker_shmem_startup(void)
+void
+IdemWorkerShmemAttach(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	worker_shared = ShmemInitStruct("idempotency worker",
 									sizeof(WorkerShared), &found);
 	if (!found)
@@ -208,7 +182,6 @@ worker_shmem_startup(void)
 		for (int i = 0; i < MAX_WORKER_DATABASES; i++)
 			pg_atomic_init_u64(&worker_shared->finished[i], 0);
 	}
-	LWLockRelease(AddinShmemInitLock);
 }
 
 /*
@@ -283,10 +256,6 @@ IdemWorkerInit(void)
 
 	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
 		return;
-
-	WorkerRequestShmem();
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = worker_shmem_startup;
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
