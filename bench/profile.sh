@@ -63,7 +63,8 @@ if [ "$BUILD" = 1 ]; then
 	log "build and install the extension (restamp slack 500 ms, for callgrind)"
 	make -s PG_CONFIG="$PG_BIN/pg_config" clean >/dev/null &&
 		make -s PG_CONFIG="$PG_BIN/pg_config" WERROR=1 COPT=-DIDEM_STAMP_SLACK_USECS=500000 >/dev/null &&
-		make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
+		make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null ||
+		{ echo "profile: the build failed" >&2; exit 1; }
 fi
 build_and_install_floor >/dev/null
 make_workdir
