@@ -131,3 +131,6 @@ SELECT outcome, count(*) FROM (
     FROM generate_series(1, 100) i) s
 GROUP BY outcome;
 DROP TABLE exec_unique;
+-- The statements idem_execute keeps for this backend are in a context of
+-- their own, named in pg_backend_memory_contexts
+SELECT count(*) FROM pg_backend_memory_contexts WHERE name = 'idempotency cache';

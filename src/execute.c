@@ -89,7 +89,7 @@ PG_FUNCTION_INFO_V1(idem_execute);
 
 typedef struct ExecPlan
 {
-	char	   *sql;			/* the caller's text, in TopMemoryContext */
+	char	   *sql;			/* the caller's text, in IdemCacheContext() */
 	int			nargs;
 	Oid			argtypes[FUNC_MAX_ARGS];
 	SPIPlanPtr	plan;
@@ -259,7 +259,7 @@ StatementPlan(const char *sql, int nargs, Oid *argtypes, IdemClaimArgs *a)
 	}
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
-	slot->sql = MemoryContextStrdup(TopMemoryContext, sql);
+	slot->sql = MemoryContextStrdup(IdemCacheContext(), sql);
 	slot->nargs = nargs;
 	memcpy(slot->argtypes, argtypes, sizeof(Oid) * nargs);
 	slot->plan = plan;
@@ -341,11 +341,11 @@ ToJsonbRecord(void)
 
 	if (finfo == NULL)
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContext old = MemoryContextSwitchTo(IdemCacheContext());
 		FmgrInfo   *f = palloc0(sizeof(FmgrInfo));
 		Node	   *arg = (Node *) makeNullConst(RECORDOID, -1, InvalidOid);
 
-		fmgr_info_cxt(F_TO_JSONB, f, TopMemoryContext);
+		fmgr_info_cxt(F_TO_JSONB, f, IdemCacheContext());
 		fmgr_info_set_expr((Node *) makeFuncExpr(F_TO_JSONB, JSONBOID, list_make1(arg),
 												 InvalidOid, InvalidOid,
 												 COERCE_EXPLICIT_CALL), f);

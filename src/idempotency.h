@@ -209,6 +209,7 @@ extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
 extern bool IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
 								TimestampTz stamped);
 extern double IdemEpochSeconds(TimestampTz t);
+extern MemoryContext IdemCacheContext(void);
 typedef void (*IdemSubxactBody) (void *arg);
 extern int	IdemRunInSubtransaction(IdemSubxactBody body, void *arg,
 									const int *caught);

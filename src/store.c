@@ -845,3 +845,19 @@ IdemRunInSubtransaction(IdemSubxactBody body, void *arg, const int *caught)
 	PG_END_TRY();
 	return sqlstate;
 }
+
+/*
+ * The memory of this backend's caches (idem_execute's statements and its
+ * to_jsonb call, the Citus shard map and lock function), under one name in
+ * pg_backend_memory_contexts: "idempotency cache".
+ */
+MemoryContext
+IdemCacheContext(void)
+{
+	static MemoryContext cache_cxt = NULL;
+
+	if (cache_cxt == NULL)
+		cache_cxt = AllocSetContextCreate(TopMemoryContext, "idempotency cache",
+										  ALLOCSET_SMALL_SIZES);
+	return cache_cxt;
+}

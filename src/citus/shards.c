@@ -81,7 +81,7 @@ typedef struct KeyShard
 	Oid			relid;			/* the shard's relation here, once looked up */
 } KeyShard;
 
-static KeyShard *key_shards = NULL;	/* in TopMemoryContext */
+static KeyShard *key_shards = NULL;	/* in IdemCacheContext() */
 static int	key_shards_count = 0;
 static Oid	key_shards_relid = InvalidOid;	/* valid: the list is known */
 static Oid	key_shards_watch = InvalidOid;	/* the table the list is of */
@@ -149,7 +149,7 @@ ReadKeyShards(Oid relid)
 		elog(ERROR, "could not read the shards of idempotency_keys");
 	PopActiveSnapshot();
 
-	shards = MemoryContextAllocZero(TopMemoryContext,
+	shards = MemoryContextAllocZero(IdemCacheContext(),
 									sizeof(KeyShard) * Max(SPI_processed, 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -277,7 +277,7 @@ LockFnLookUp(void)
 				 errmsg("Citus function lock_shard_metadata(integer, bigint[]) does not exist"),
 				 errdetail("A statement on a key holds the key's shard with it until the transaction ends, so that a shard move waits for the transaction; without it a move could let a retry run the payment again."),
 				 errhint("Use a Citus release that has it (13.2 or later).")));
-	fmgr_info_cxt(fnoid, &lock_fn, TopMemoryContext);
+	fmgr_info_cxt(fnoid, &lock_fn, IdemCacheContext());
 	lock_fn_known = true;
 }
 
