@@ -122,8 +122,8 @@
 static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	/*
 	 * The whole row, one value: executor start-up builds a result type of
-	 * one column instead of nine (callgrind: 5,600 instructions of a new
-	 * key's idem_execute); IdemReadRow takes the columns it needs by name.
+	 * one column instead of nine, at every execution; IdemReadRow takes the
+	 * columns it needs by name.
 	 */
 	[IDEM_STMT_SELECT] =
 	"SELECT k FROM " KEYS " AS k" WHERE_KEY,

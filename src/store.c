@@ -277,17 +277,16 @@ IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
  *
  * The pin sets the GUC, exactly as a SET clause does (a save, the setting,
  * a restore at the nest level's end), and nothing cheaper: an override
- * search path (PushOverrideSearchPath, before PostgreSQL 17), which the
- * functions used until 2026-11-26, makes PostgreSQL ignore the GUC while it
- * is pushed, so a trigger's or a policy helper's own SET search_path = app,
- * pg_temp did not apply under it, and an unqualified name in that helper
- * resolved in the caller's temporary schema: a tenant's temporary table
- * took a SECURITY DEFINER audit trigger's rows, or a policy helper's
- * mapping table, and ran the tenant's code as the helper's owner (a review
- * session's reproduction; PostgreSQL itself dropped that use of the
- * override for the same reason, CVE-2023-2454).  test/pgtap/security.sql
- * checks both that the extension's statements run under the pinned path
- * and that such a trigger's own path applies.
+ * search path (PushOverrideSearchPath, before PostgreSQL 17) makes
+ * PostgreSQL ignore the GUC while it is pushed, so a trigger's or a policy
+ * helper's own SET search_path = app, pg_temp would not apply under it, and
+ * an unqualified name in that helper would resolve in the caller's
+ * temporary schema: a tenant's temporary table could take a SECURITY
+ * DEFINER audit trigger's rows, or stand in for a policy helper's mapping
+ * table, and run the tenant's code as the helper's owner (PostgreSQL
+ * dropped that use of the override for the same reason, CVE-2023-2454).
+ * test/pgtap/security.sql checks both that the extension's statements run
+ * under the pinned path and that such a trigger's own path applies.
  */
 int
 IdemPinSearchPath(void)
