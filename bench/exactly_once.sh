@@ -2,7 +2,7 @@
 #
 # bench/exactly_once.sh: the exactly-once load test.
 #
-# Many clients claim a few shared keys at once (bench/claim_contention.sql);
+# Many clients claim a few shared keys at once (test/workload/claim_contention.sql);
 # afterwards every key must have exactly one payment and exactly one 'new'
 # claim, and every replay must equal the stored response.
 #
@@ -15,8 +15,8 @@
 #   -M M   pgbench query mode: simple, extended, prepared (env MODE, default simple)
 #   -U R   run pgbench as role R, e.g. one granted only idempotency_app
 #          (env BENCH_USER; setup and checks still run as the connecting user)
-#   -s S   script: contention (bench/claim_contention.sql, the default: fixed
-#          keys) or burst (bench/claim_burst.sql: fresh keys every 100 ms, so
+#   -s S   script: contention (test/workload/claim_contention.sql, the default: fixed
+#          keys) or burst (test/workload/claim_burst.sql: fresh keys every 100 ms, so
 #          duplicates keep arriving while the first claim is uncommitted)
 #          (env SCRIPT)
 #
@@ -27,7 +27,7 @@
 
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../test/workload" && pwd)
 
 clients=${CLIENTS:-8}
 jobs=${JOBS:-2}

@@ -4,7 +4,7 @@
 #
 # Starts a throwaway PostgreSQL 15 (as the postgres OS user, fsync on), fills
 # idempotency_keys with DUE rows past expires_at and as many live ones, then
-# runs the same pgbench claim load (bench/expire_claims.sql: a new key claimed
+# runs the same pgbench claim load (test/workload/expire_claims.sql: a new key claimed
 # and completed, and a live key replayed, per transaction; CLIENTS clients,
 # RUN_SECONDS s, progress every second) three times:
 #   1. worker off (idempotency.worker_databases = ''), due rows left alone;
@@ -42,7 +42,7 @@ claims() {
 	start=$(date +%s.%N)
 	echo "$start"
 	(cd "$WORK" && as_postgres pgbench -n -h 127.0.0.1 -p "$PORT" -c "$CLIENTS" -j 2 -T "$RUN_SECONDS" -P 1 \
-		-D live_rows="$DUE" -f "$WORK/bench/expire_claims.sql" postgres 2>&1) |
+		-D live_rows="$DUE" -f "$WORK/test/workload/expire_claims.sql" postgres 2>&1) |
 		sed -n -e 's/^tps = \([0-9.]*\).*/total \1/p' -e 's/^progress: \([0-9.]*\) s, \([0-9.]*\) tps.*/\1 \2/p'
 }
 

@@ -2,15 +2,15 @@
 #
 # A smaller version of the load test bench/exactly_once.sh runs (8 clients
 # x 1,000 claims over 50 keys): pgbench clients race to claim a few shared
-# keys with bench/claim_contention.sql; each 'new' claim inserts a payment
+# keys with test/workload/claim_contention.sql; each 'new' claim inserts a payment
 # and completes the key in the same transaction, every other claim must
-# replay.  Afterwards bench/exactly_once_check.sql must find exactly one
+# replay.  Afterwards test/workload/exactly_once_check.sql must find exactly one
 # 'new' and one payment per key, every key completed with its payment, and
 # every replay equal (as jsonb) to the stored response.
 #
 # Rounds: 4 clients x 200 over 10 keys (simple protocol, superuser);
 # 8 clients x 150 over 50 keys (prepared statements, as a login role that
-# was only granted idempotency_app); and bench/claim_burst.sql, fresh keys
+# was only granted idempotency_app); and test/workload/claim_burst.sql, fresh keys
 # every 100 ms with the claimant holding its transaction open, so that
 # duplicates arrive while the first claim is uncommitted and must wait for
 # it.  log_lock_waits shows that they did wait.
@@ -23,11 +23,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $bench = "$FindBin::RealBin/../../bench";
-my $setup_sql = slurp_file("$bench/exactly_once_setup.sql");
-my $check_sql = slurp_file("$bench/exactly_once_check.sql");
-my $contention = slurp_file("$bench/claim_contention.sql");
-my $burst = slurp_file("$bench/claim_burst.sql");
+my $workload = "$FindBin::RealBin/../workload";
+my $setup_sql = slurp_file("$workload/exactly_once_setup.sql");
+my $check_sql = slurp_file("$workload/exactly_once_check.sql");
+my $contention = slurp_file("$workload/claim_contention.sql");
+my $burst = slurp_file("$workload/claim_burst.sql");
 
 my $node = PostgreSQL::Test::Cluster->new('exactly_once');
 $node->init;

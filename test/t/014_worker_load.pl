@@ -1,5 +1,5 @@
 # The background worker under load: 200,000 due rows among 200,000 live
-# ones, while 4 pgbench clients keep claiming (bench/expire_claims.sql: a
+# ones, while 4 pgbench clients keep claiming (test/workload/expire_claims.sql: a
 # new key claimed and completed, and a live key replayed, per transaction).
 # The worker removes exactly the due rows, touches no live row, no claim
 # fails or sees anything but the expected outcome, and no expiry
@@ -53,7 +53,7 @@ my $live_before = $node->safe_psql('postgres', $fingerprint);
 $node->safe_psql('postgres', 'SELECT idem_stats_reset()');
 
 # The claim load, in the background
-my $script = dirname(__FILE__) . '/../../bench/expire_claims.sql';
+my $script = dirname(__FILE__) . '/../workload/expire_claims.sql';
 my ($out, $err) = ('', '');
 my $pgbench = IPC::Run::start(
     [ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', $seconds, '-D', "live_rows=$rows",

@@ -1,4 +1,4 @@
--- bench/expire_claims.sql: the claim load that runs while the worker expires
+-- test/workload/expire_claims.sql: the claim load that runs while the worker expires
 -- (bench/expire_bench.sh, test/t/014_worker_load.pl).  pgbench -D live_rows=N.
 -- Each transaction pays for a new key (claim and complete in one transaction)
 -- and replays a live key of scope 'live' (keys k1 .. kN, stored without a

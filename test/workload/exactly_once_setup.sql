@@ -1,10 +1,10 @@
--- bench/exactly_once_setup.sql: fresh tables for bench/claim_contention.sql.
+-- test/workload/exactly_once_setup.sql: fresh tables for test/workload/claim_contention.sql.
 --
 -- Everything lives in schema idem_bench, dropped and made anew, so the
 -- benchmark never touches an application's own tables; the keys it claims
 -- are in scope 'idem-bench' and are deleted first so a rerun starts clean.
 -- Run by a superuser (or the extension's owner) with psql:
---   psql -v ON_ERROR_STOP=1 -f bench/exactly_once_setup.sql
+--   psql -v ON_ERROR_STOP=1 -f test/workload/exactly_once_setup.sql
 
 SET client_min_messages = warning;
 

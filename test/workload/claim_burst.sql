@@ -1,13 +1,13 @@
--- bench/claim_burst.sql: pgbench script, duplicates that arrive mid-flight.
+-- test/workload/claim_burst.sql: pgbench script, duplicates that arrive mid-flight.
 --
--- A harsher variant of bench/claim_contention.sql.  Keys are fresh every
+-- A harsher variant of test/workload/claim_contention.sql.  Keys are fresh every
 -- 100 ms ('burst-<window><k>', k from 1 to :nkeys), so all clients keep
 -- colliding on keys whose first claim is still uncommitted; the claimant
 -- holds its transaction open 5 ms between the payment and idem_complete.
 -- The duplicates must wait (wait => true) and then replay, never pay.
 -- Logs to the same tables and is checked the same way as claim_contention
--- (bench/exactly_once_check.sql with -v nkeys=0, as keys are not fixed):
---   pgbench -n -c 8 -j 2 -t 500 -D nkeys=3 -f bench/claim_burst.sql
+-- (test/workload/exactly_once_check.sql with -v nkeys=0, as keys are not fixed):
+--   pgbench -n -c 8 -j 2 -t 500 -D nkeys=3 -f test/workload/claim_burst.sql
 
 \set k random(1, :nkeys)
 BEGIN;

@@ -1,4 +1,4 @@
--- bench/claim_contention.sql: pgbench script for the exactly-once load test.
+-- test/workload/claim_contention.sql: pgbench script for the exactly-once load test.
 --
 -- Every transaction picks one of :nkeys shared keys and does what a payment
 -- API handler does: claim the key; when the outcome is 'new', insert a
@@ -14,7 +14,7 @@
 -- unique constraint on key: a double charge would show up as a second row.
 --
 -- Needs the tables bench/exactly_once.sh creates, and -D nkeys=N:
---   pgbench -n -c 8 -j 2 -t 1000 -D nkeys=50 -f bench/claim_contention.sql
+--   pgbench -n -c 8 -j 2 -t 1000 -D nkeys=50 -f test/workload/claim_contention.sql
 -- Works with -M simple, extended or prepared.
 
 \set k random(1, :nkeys)

@@ -1,8 +1,8 @@
--- bench/exactly_once_check.sql: did bench/claim_contention.sql hold exactly once?
+-- test/workload/exactly_once_check.sql: did test/workload/claim_contention.sql hold exactly once?
 --
 -- Needs psql variables nkeys (keys in play; 0 when they are not a fixed set,
--- as with bench/claim_burst.sql) and total (transactions run):
---   psql -X -At -F '|' -v nkeys=50 -v total=8000 -f bench/exactly_once_check.sql
+-- as with test/workload/claim_burst.sql) and total (transactions run):
+--   psql -X -At -F '|' -v nkeys=50 -v total=8000 -f test/workload/exactly_once_check.sql
 -- Prints one line per check: name|t or f|what was found.  Every line must say t.
 
 WITH
