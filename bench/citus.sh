@@ -27,7 +27,7 @@
 # each pgbench run, divided by its transactions.  After every run that
 # writes through the extension: one payment per key, every key completed
 # with the payment's id.  Prints a Markdown table and saves it to
-# bench/results/<date>-citus.txt.
+# bench/results/citus-pgN.txt (the latest; git keeps the earlier ones).
 # --backend N measures instead one backend on worker1, in a scope whose
 # shard worker1 holds: its CPU per call (/proc/PID/schedstat) over N calls
 # of each of a plain INSERT of a payment, idem_execute with a new key (the
@@ -40,7 +40,7 @@
 # instructions of one backend per call of the same four variants (20 calls
 # on one connection, 20 + N on another, the difference over N: as
 # bench/profile.sh, whose report it prints, bench/callgrind.awk); saved as
-# bench/results/<date>-citus-profile.txt.
+# bench/results/citus-profile-pgN.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 . test/lib/common.sh
@@ -211,7 +211,7 @@ if [ -n "$CALLGRIND" ]; then
 		callgrind_profile
 	} >"$DIR/cg-out.txt" || { cat "$DIR/cg-out.txt"; exit 1; }
 	cat "$DIR/cg-out.txt"
-	[ "$SAVE" = 1 ] && mkdir -p bench/results && cp "$DIR/cg-out.txt" "bench/results/$(date -u +%Y-%m-%d)-citus-profile.txt"
+	[ "$SAVE" = 1 ] && mkdir -p bench/results && cp "$DIR/cg-out.txt" "bench/results/citus-profile-pg$PG_MAJOR.txt"
 	exit 0
 fi
 if [ -n "$BACKEND" ]; then
@@ -367,6 +367,6 @@ OUTFILE=$DIR/table.txt
 cat "$OUTFILE"
 if [ "$SAVE" = 1 ]; then
 	mkdir -p bench/results
-	cp "$OUTFILE" "bench/results/$(date -u +%Y-%m-%d)-citus.txt"
+	cp "$OUTFILE" "bench/results/citus-pg$PG_MAJOR.txt"
 fi
 exit "$FAILED"

@@ -8,7 +8,8 @@
 #   bash bench/profile.sh --calls 200 --paths "execute:new limit:new"
 #   options: --calls N (measured calls per path) --warmup W (calls before them,
 #            default 20) --paths "variant:mode ..." --no-build --save (writes
-#            bench/results/<date>-profile.txt) --keep DIR (the callgrind files)
+#            bench/results/profile-pgN.txt, the latest: git keeps the
+#            earlier ones) --keep DIR (the callgrind files)
 #
 # A throwaway PostgreSQL 15 (test/lib/common.sh) is set up as bench/run.sh
 # sets it up (bench/schema.sql, bench/plpgsql_reference.sql, 10,000 completed
@@ -166,7 +167,7 @@ report()   # $1 short file, $2 long file, $3 path
 
 {
 	echo "# bench/profile.sh --calls $CALLS --warmup $WARM"
-	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; PostgreSQL $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1), extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"); $(valgrind --version) --tool=callgrind"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); idempotency at $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) cores; PostgreSQL $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1), extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"); $(valgrind --version) --tool=callgrind"
 	echo "per path: one backend, prepared statements (bench/driver.c --clients 1), $CALLS calls after $WARM; counts are the backend's own (not the WAL writer's, not the client's)"
 } >"$WORK/report.txt"
 nm -D --defined-only "$PG_BIN/postgres" | awk '$2 ~ /^[TtWw]$/' | sort >"$WORK/syms.txt"
@@ -193,6 +194,6 @@ mv "$WORK/final.txt" "$WORK/report.txt"
 cat "$WORK/report.txt"
 if [ "$SAVE" = 1 ]; then
 	mkdir -p bench/results
-	cp "$WORK/report.txt" "bench/results/$(date -u +%Y-%m-%d)-profile.txt"
-	log "saved bench/results/$(date -u +%Y-%m-%d)-profile.txt"
+	cp "$WORK/report.txt" "bench/results/profile-pg$PG_MAJOR.txt"
+	log "saved bench/results/profile-pg$PG_MAJOR.txt"
 fi

@@ -11,6 +11,8 @@
 #                                SMALL=... LARGE=... to change the sizes)
 #   options: --rounds N --seconds S --clients N --no-build (use the installed extension)
 #            --no-save (do not write bench/results/)
+#   PG_MAJOR=18 bash bench/run.sh  the same against PostgreSQL 18 (installed, or
+#                                  in that version's Debian release)
 #
 # Variants (ratios are to the floor, per round, median over rounds):
 #   floor        plain INSERT into an indexed payments table, autocommit, 1 round trip
@@ -41,7 +43,8 @@
 # an exactly-once check: one payment per key, every answer naming it).
 #
 # Prints a results table (Markdown) with the machine and settings, and saves
-# it to bench/results/<date>[-quick|-scale].txt.  Exits non-zero if any
+# it to bench/results/run-pgN.txt (quick-pgN, scale-pgN: one file per kind
+# and version, the latest; git keeps the earlier ones).  Exits non-zero if any
 # request failed or an exactly-once check failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -193,7 +196,7 @@ driver() { "$WORK/driver" --pg "$CONNINFO" --clients "$CLIENTS" --server-pids "$
 
 machine()
 {
-	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); idempotency at $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (with changes)')"
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) RAM, Linux $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "PostgreSQL: $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1); $(sql -d postgres -F ', ' -c "SELECT 'fsync = ' || current_setting('fsync'), 'synchronous_commit = ' || current_setting('synchronous_commit'), 'full_page_writes = ' || current_setting('full_page_writes'), 'wal_level = ' || current_setting('wal_level'), 'shared_buffers = ' || current_setting('shared_buffers'), 'max_wal_size = ' || current_setting('max_wal_size'), 'checkpoint_timeout = ' || current_setting('checkpoint_timeout')"), autovacuum on, extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'") preloaded, its expiry worker off during the rounds (idempotency.worker_databases = ''; the deferred work is measured after them)"
 	[ "$WHAT" != scale ] && echo "Redis: $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), 127.0.0.1, persistence defaults (RDB snapshots, no AOF: a SET is acknowledged before it reaches the disk)"
@@ -268,8 +271,8 @@ if [ "$WHAT" = scale ]; then
 	} | tee "$OUT"
 	if [ "$SAVE" = 1 ]; then
 		mkdir -p "bench/results"
-		cp "$OUT" "bench/results/$(date -u +%Y-%m-%d)-scale.txt"
-		log "saved bench/results/$(date -u +%Y-%m-%d)-scale.txt"
+		cp "$OUT" "bench/results/scale-pg$PG_MAJOR.txt"
+		log "saved bench/results/scale-pg$PG_MAJOR.txt"
 	fi
 	[ "$(awk '{s += $9} END {print s + 0}' "$WORK/scale.txt")" = 0 ]
 	exit
@@ -528,8 +531,8 @@ OUT=$WORK/report.txt
 
 if [ "$SAVE" = 1 ]; then
 	mkdir -p "bench/results"
-	name=$(date -u +%Y-%m-%d)
-	[ "$WHAT" = quick ] && name=$name-quick
+	name=run-pg$PG_MAJOR
+	[ "$WHAT" = quick ] && name=quick-pg$PG_MAJOR
 	cp "$OUT" "bench/results/$name.txt"
 	log "saved bench/results/$name.txt"
 fi
