@@ -245,7 +245,8 @@ idem_row_storable(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(1) &&
 		toast_raw_datum_size(PG_GETARG_DATUM(1)) > IDEM_MAX_RECOVERY_POINT)
 		PG_RETURN_BOOL(false);
-	if (!PG_ARGISNULL(2) &&
+	/* (a build of 0.4.0 before its release declared it with two arguments) */
+	if (PG_NARGS() > 2 && !PG_ARGISNULL(2) &&
 		VARSIZE_ANY_EXHDR(PG_GETARG_BYTEA_PP(2)) != PG_SHA256_DIGEST_LENGTH)
 		PG_RETURN_BOOL(false);
 	PG_RETURN_BOOL(true);
