@@ -101,15 +101,16 @@ test:
 demo:
 	bash test/demo.sh
 
-# The slow suites, one target each, on the version PG_CONFIG names (as root:
-# test/run.sh installs that version's packages, in a Debian chroot of its
-# own where this machine's release does not ship it, builds, installs and
-# runs the one suite): check-valgrind (memcheck), check-citus (a Citus
-# cluster), check-examples (the HTTP services, the suite named http),
-# check-package (the Debian package), check-bench (exactly-once under
-# contention).
+# The slow suites, one target each, against the server PG_CONFIG names (as
+# root: test/run.sh with PG_BIN set to its bindir installs the packages the
+# suite needs, builds, installs and runs the one suite): check-valgrind
+# (memcheck), check-citus (a Citus cluster), check-examples (the HTTP
+# services, the suite named http), check-package (the Debian package),
+# check-bench (exactly-once under contention).  For a version this system
+# does not have, PG_MAJOR=N bash test/run.sh SUITE runs it in a Debian
+# chroot of its own.
 .PHONY: check-valgrind check-citus check-examples check-package check-bench
 check-valgrind check-citus check-package check-bench:
-	PG_MAJOR=$(MAJORVERSION) bash test/run.sh $(patsubst check-%,%,$@)
+	PG_MAJOR=$(MAJORVERSION) PG_BIN=$(bindir) bash test/run.sh $(patsubst check-%,%,$@)
 check-examples:
-	PG_MAJOR=$(MAJORVERSION) bash test/run.sh http
+	PG_MAJOR=$(MAJORVERSION) PG_BIN=$(bindir) bash test/run.sh http
