@@ -58,6 +58,12 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "store.h"
+#include "input.h"
+#include "claim.h"
+#include "hash.h"
+#include "stats.h"
+#include "citus/citus.h"
 
 PG_FUNCTION_INFO_V1(idem_claim);
 

@@ -78,6 +78,10 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "store.h"
+#include "input.h"
+#include "claim.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(idem_execute);
 

@@ -29,6 +29,10 @@
 #include "utils/timestamp.h"
 
 #include "idempotency.h"
+#include "store.h"
+#include "expire.h"
+#include "stats.h"
+#include "citus/citus.h"
 
 PG_FUNCTION_INFO_V1(idem_expire);
 

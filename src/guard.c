@@ -76,6 +76,7 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "guard.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 

@@ -45,6 +45,7 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "hash.h"
 
 PG_FUNCTION_INFO_V1(idem_request_hash_jsonb);
 PG_FUNCTION_INFO_V1(idem_request_hash_bytea);

@@ -18,6 +18,10 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "claim.h"
+#include "worker.h"
+#include "shmem.h"
+#include "guard.h"
 
 PG_MODULE_MAGIC;
 

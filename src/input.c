@@ -36,6 +36,8 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "input.h"
+#include "hash.h"
 
 /*
  * Reject an empty, over-long or unprintable key or scope.  NULLs are

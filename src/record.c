@@ -25,6 +25,10 @@
 #include "utils/timestamp.h"
 
 #include "idempotency.h"
+#include "store.h"
+#include "input.h"
+#include "claim.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(idem_complete);
 PG_FUNCTION_INFO_V1(idem_fail);

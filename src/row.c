@@ -35,6 +35,7 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "store.h"
 
 /*
  * The status type's three values (enum OIDs), for the type typid, read once

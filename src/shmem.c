@@ -18,6 +18,9 @@
 #include "storage/shmem.h"
 
 #include "idempotency.h"
+#include "stats.h"
+#include "worker.h"
+#include "shmem.h"
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;

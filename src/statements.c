@@ -16,6 +16,7 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "store.h"
 
 /* The table, schema-qualified (or, for expiry on Citus, one of its shards) */
 #define KEYS	"%1$s"

@@ -26,6 +26,7 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(idem_stats);
 PG_FUNCTION_INFO_V1(idem_stats_reset);

@@ -93,6 +93,10 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "store.h"
+#include "expire.h"
+#include "stats.h"
+#include "worker.h"
 
 PGDLLEXPORT void idem_launcher_main(Datum main_arg);
 PGDLLEXPORT void idem_worker_main(Datum main_arg);

@@ -69,6 +69,7 @@
 
 #include "compat.h"
 #include "idempotency.h"
+#include "store.h"
 #include "citus/citus.h"
 
 /* One shard of idempotency_keys: its hash range, and whether it is here */

@@ -1,0 +1,37 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.h
+ *	  Cluster-wide counters in shared memory (stats.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMPOTENCY_STATS_H
+#define IDEMPOTENCY_STATS_H
+
+#include "datatype/timestamp.h"
+
+typedef enum IdemStat
+{
+	IDEM_STAT_CLAIM_NEW,
+	IDEM_STAT_CLAIM_REPLAY,
+	IDEM_STAT_CLAIM_IN_PROGRESS,
+	IDEM_STAT_CLAIM_RECLAIMED,
+	IDEM_STAT_CLAIM_STALE,
+	IDEM_STAT_MISMATCH,
+	IDEM_STAT_COMPLETE,
+	IDEM_STAT_FAIL,
+	IDEM_STAT_STALE_TOKEN,
+	IDEM_STAT_EXPIRED,			/* stale leases expired (worker or idem_expire) */
+	IDEM_STAT_DELETED,			/* rows past expires_at deleted */
+	IDEM_STAT_WORKER_PASSES,
+	IDEM_STAT_WORKER_ERRORS,
+	IDEM_NUM_STATS
+} IdemStat;
+
+extern Size IdemStatsShmemSize(void);
+extern void IdemStatsShmemAttach(void);
+extern void IdemStatsAdd(IdemStat stat, int64 n);
+extern void IdemStatsBatch(int64 rows);
+extern void IdemStatsWorkerPass(TimestampTz end);
+
+#endif							/* IDEMPOTENCY_STATS_H */

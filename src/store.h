@@ -1,0 +1,179 @@
+/*-------------------------------------------------------------------------
+ *
+ * store.h
+ *	  The statements on idempotency_keys (statements.c), running them
+ *	  (store.c), reading their rows (row.c), and the SPI session around them
+ *	  (session.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMPOTENCY_STORE_H
+#define IDEMPOTENCY_STORE_H
+
+#include "executor/spi.h"
+#include "idempotency.h"
+
+/* Saved statements (store.c) */
+typedef enum IdemStmt
+{
+	IDEM_STMT_SELECT,
+	IDEM_STMT_INSERT,
+	IDEM_STMT_TAKEOVER,
+	IDEM_STMT_RENEW,
+	IDEM_STMT_COMPLETE,
+	IDEM_STMT_FAIL,
+	IDEM_STMT_HEARTBEAT,
+	IDEM_STMT_RELEASE,
+	IDEM_STMT_CHECKPOINT,
+	IDEM_STMT_RESOLVE_FAIL,
+	IDEM_STMT_RESOLVE_RELEASE,
+	IDEM_STMT_LOOKUP,
+	IDEM_STMT_EXPIRE_STALE,		/* 0.2.0's table only; then IDEM_STMT_EXPIRE_DUE */
+	IDEM_STMT_EXPIRE_DELETE,	/* 0.2.0's table only */
+	IDEM_STMT_INSERT_COMPLETED,
+	IDEM_STMT_LOCK_KEY,
+	IDEM_STMT_TRY_LOCK_KEY,
+	IDEM_STMT_PROBE_LOCK_KEY,
+	IDEM_STMT_TRY_LOCK_ROW,
+	IDEM_STMT_RESTAMP,
+	IDEM_STMT_EXPIRE_DUE,
+	IDEM_STMT_EXPIRE_DUE_RECLAIM,
+	IDEM_NUM_STMTS
+} IdemStmt;
+
+/*
+ * A key row as read by IDEM_STMT_SELECT.  Pass-by-reference values are
+ * copied into the caller's memory context, so they outlive SPI_finish.
+ */
+typedef struct IdemRow
+{
+	bool		found;
+	Datum		status;			/* idempotency_status enum value */
+	IdemStatus	status_code;
+	bytea	   *request_hash;	/* NULL when none was stored */
+	bool		response_code_null;
+	int32		response_code;
+	Datum		response;		/* jsonb, or 0 when NULL */
+	int64		token;
+	bool		locked_until_null;
+	TimestampTz locked_until;
+	text	   *recovery_point; /* NULL when none */
+	bool		retryable;
+	TimestampTz expires_at;
+} IdemRow;
+
+/*
+ * The parameters of the statements on idempotency_keys, by name.  A
+ * statement's text names them as :name (store.c gives each its type); a
+ * caller sets the ones it has in an IdemArgs, and running a statement with
+ * one of its parameters not set is an error.  A new column is one entry
+ * here and the :name in the statements that write it.
+ */
+typedef enum IdemParam
+{
+	IDEM_PARAM_SCOPE,			/* text */
+	IDEM_PARAM_KEY,				/* text */
+	IDEM_PARAM_REQUEST_HASH,	/* bytea, may be null */
+	IDEM_PARAM_NOW,				/* timestamptz */
+	IDEM_PARAM_NOW_EPOCH,		/* now in Unix epoch seconds, float8 */
+	IDEM_PARAM_LEASE_END,		/* timestamptz */
+	IDEM_PARAM_LEASE_END_EPOCH, /* the same in Unix epoch seconds, float8 */
+	IDEM_PARAM_EXPIRES_AT,		/* timestamptz */
+	IDEM_PARAM_TOKEN,			/* int8: the token the row must have */
+	IDEM_PARAM_NEW_TOKEN,		/* int8: the token written */
+	IDEM_PARAM_RESPONSE_CODE,	/* int4, may be null */
+	IDEM_PARAM_RESPONSE,		/* jsonb, may be null */
+	IDEM_PARAM_RETRYABLE,		/* bool */
+	IDEM_PARAM_RECLAIM,			/* bool: stale_policy is reclaim */
+	IDEM_PARAM_RECOVERY_POINT,	/* text, may be null */
+	IDEM_PARAM_BATCH_SIZE,		/* int8: rows at most */
+	IDEM_PARAM_STAMPED,			/* timestamptz: the time a write was stamped with */
+	IDEM_PARAM_SHIFT,			/* float8: seconds its times move forward */
+	IDEM_NUM_PARAMS
+} IdemParam;
+
+typedef struct IdemArgs
+{
+	Datum		value[IDEM_NUM_PARAMS];
+	bool		isnull[IDEM_NUM_PARAMS];
+	uint32		given;			/* bit (1 << p) set: parameter p was set */
+} IdemArgs;
+
+/* Set a parameter */
+static inline void
+IdemArg(IdemArgs *args, IdemParam p, Datum value)
+{
+	args->value[p] = value;
+	args->isnull[p] = false;
+	args->given |= UINT32_C(1) << p;
+}
+
+/* Set a parameter to NULL */
+static inline void
+IdemArgNull(IdemArgs *args, IdemParam p)
+{
+	args->value[p] = (Datum) 0;
+	args->isnull[p] = true;
+	args->given |= UINT32_C(1) << p;
+}
+
+/* Set a parameter to a pass-by-reference value, NULL for SQL NULL */
+static inline void
+IdemArgPtr(IdemArgs *args, IdemParam p, const void *ptr)
+{
+	if (ptr == NULL)
+		IdemArgNull(args, p);
+	else
+		IdemArg(args, p, PointerGetDatum(ptr));
+}
+
+/* Arguments holding a key and its scope, nothing else yet */
+static inline IdemArgs
+IdemKeyArgs(text *scope, text *key)
+{
+	IdemArgs	args = {.given = 0};
+
+	IdemArg(&args, IDEM_PARAM_SCOPE, PointerGetDatum(scope));
+	IdemArg(&args, IDEM_PARAM_KEY, PointerGetDatum(key));
+	return args;
+}
+
+/* statements.c */
+extern const char *IdemStatementText(IdemStmt stmt, bool due_at);
+
+/* store.c */
+extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
+extern TupleDesc IdemResultDesc(FunctionCallInfo fcinfo);
+extern Oid	IdemKeysRelid(Oid nspid);
+extern bool IdemKeysHaveDueAt(Oid nspid);
+extern bool IdemKeyLockFunctionExists(Oid nspid);
+extern int	IdemPlanOptions(Oid nspid);
+extern int	IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls,
+						bool read_only, long count);
+extern bool IdemRlsApplies(Oid nspid);
+extern int64 IdemNextToken(Oid nspid);
+extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
+extern bool IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
+								TimestampTz stamped);
+extern double IdemEpochSeconds(TimestampTz t);
+extern int	IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args,
+						bool read_only, long count);
+extern void IdemPrepare(IdemStmt stmt, Oid nspid);
+extern int	IdemExecuteOn(IdemStmt stmt, const char *relation,
+						  const IdemArgs *args);
+
+/* row.c */
+extern void IdemReadRow(IdemRow *row, MemoryContext mcxt);
+extern Datum IdemStatusValue(Oid typid, IdemStatus status);
+
+/* session.c; the pin is exported: bench/floor's rules floor calls it */
+extern PGDLLEXPORT int IdemPinSearchPath(void);
+extern PGDLLEXPORT void IdemUnpinSearchPath(int pin);
+extern int	IdemConnect(void);
+extern void IdemFinish(int pin);
+extern MemoryContext IdemCacheContext(void);
+typedef void (*IdemSubxactBody) (void *arg);
+extern int	IdemRunInSubtransaction(IdemSubxactBody body, void *arg,
+									const int *caught);
+
+#endif							/* IDEMPOTENCY_STORE_H */
