@@ -102,16 +102,14 @@ test:
 demo:
 	bash test/demo.sh
 
-# The slow suites, one target each, against the server PG_CONFIG names (as
-# root: test/run.sh with PG_BIN set to its bindir installs the packages the
-# suite needs, builds, installs and runs the one suite): check-valgrind
-# (memcheck), check-citus (a Citus cluster), check-examples (the HTTP
-# services, the suite named http), check-package (the Debian package),
-# check-bench (exactly-once under contention).  For a version this system
-# does not have, PG_MAJOR=N bash test/run.sh SUITE runs it in a Debian
-# chroot of its own.
+# The slow suites, one target each, as root, after make install, against
+# the server PG_CONFIG names (test/suite.sh): check-valgrind (memcheck),
+# check-citus (a Citus cluster), check-examples (the HTTP services),
+# check-package (the Debian package), check-bench (exactly-once under
+# contention).  test/run.sh installs their packages, builds, installs and
+# calls these targets, on every version.
 .PHONY: check-valgrind check-citus check-examples check-package check-bench
 check-valgrind check-citus check-package check-bench:
-	PG_MAJOR=$(MAJORVERSION) PG_BIN=$(bindir) bash test/run.sh $(patsubst check-%,%,$@)
+	PG_MAJOR=$(MAJORVERSION) PG_BIN=$(bindir) bash test/suite.sh $(patsubst check-%,%,$@)
 check-examples:
-	PG_MAJOR=$(MAJORVERSION) PG_BIN=$(bindir) bash test/run.sh http
+	PG_MAJOR=$(MAJORVERSION) PG_BIN=$(bindir) bash test/suite.sh http

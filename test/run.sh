@@ -76,6 +76,7 @@ if [ -n "$PG_BIN_GIVEN" ] && [ -z "$VERSIONS_GIVEN" ] && [ -x "$PG_BIN_GIVEN/pg_
 fi
 . test/lib/common.sh
 . test/lib/chroot.sh
+. test/lib/suites.sh
 
 PASSED=0
 FAILED=0
@@ -86,11 +87,6 @@ WORK=""
 RUNDIR=""
 CHROOT_ROOT=""
 
-# Every line names its version: ok      pg18/regress/claim
-pass() { PASSED=$((PASSED + 1)); printf '  ok      pg%s/%s\n' "$PG_MAJOR" "$1"; }
-fail() { FAILED=$((FAILED + 1)); FAILURES="$FAILURES pg$PG_MAJOR/$1"; printf '  FAILED  pg%s/%s\n' "$PG_MAJOR" "$1"; }
-skip() { SKIPPED=$((SKIPPED + 1)); printf '  skipped pg%s/%s\n' "$PG_MAJOR" "$1"; }
-note() { printf '  (%s)\n' "$*"; }
 
 finish()
 {
@@ -146,518 +142,6 @@ trap cleanup EXIT
 trap 'interrupted INT' INT
 trap 'interrupted TERM' TERM
 
-# Run a command in its own session with its output in a log file, so that
-# an interrupt reaches this script at once (wait returns) and cleanup can end
-# the command's whole process group.  Returns the command's status.
-run_logged()
-{
-	local log=$1 rc
-	shift
-	setsid "$@" >"$log" 2>&1 </dev/null &
-	CHILD=$!
-	wait "$CHILD"
-	rc=$?
-	CHILD=""
-	return "$rc"
-}
-
-# Print the last lines of the files given that exist.
-tail_logs()
-{
-	local f
-	for f in "$@"; do
-		[ -f "$f" ] || continue
-		echo "--- $f (last 40 lines)"
-		tail -n 40 "$f"
-	done
-}
-
-# Count the test lines of a pg_regress-style log: "test NAME ... ok|FAILED"
-# (15) or TAP's "ok 1 - NAME  12 ms" / "not ok 2 + NAME ..." (16 on).
-count_regress()
-{
-	local suite=$1 log=$2 n=0 name result
-	while read -r name result; do
-		n=$((n + 1))
-		if [ "$result" = ok ]; then pass "$suite/$name"; else fail "$suite/$name"; fi
-	done < <(sed -nE -e 's/^(test +| +)?([A-Za-z0-9_-]+) +\.\.\. +(ok|FAILED|failed)\b.*/\2 \3/p' \
-		-e 's/^ok +[0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 ok/p' \
-		-e 's/^not ok +[0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 FAILED/p' "$log")
-	[ "$n" -gt 0 ] || fail "$suite (did not run)"
-}
-
-# One pg_regress suite: make installcheck TEMP_INSTANCE=1 (private server,
-# test/regress.conf), with the other suite's list and TAP_TESTS blanked out.
-# $1: suite name, $2: the make variable to blank out so only this suite runs,
-# $3: where its regression.diffs lands, relative to $WORK.
-run_installcheck()
-{
-	local suite=$1 other=$2 diffs=$WORK/$3 rc
-	run_logged "$WORK/$suite.log" "${MAKE_PG[@]}" installcheck TEMP_INSTANCE=1 "$other=" TAP_TESTS=
-	rc=$?
-	count_regress "$suite" "$WORK/$suite.log"
-	if [ -f "$diffs" ]; then
-		cat "$diffs"
-	elif [ "$rc" -ne 0 ]; then
-		fail "$suite (pg_regress exited $rc)"
-		tail_logs "$WORK/$suite.log" "$WORK"/tmp_check*/log/postmaster.log
-	fi
-}
-
-suite_regress()
-{
-	say "regress (make installcheck: pg_regress, sql/)"
-	run_installcheck regress ISOLATION regression.diffs
-}
-
-suite_isolation()
-{
-	say "isolation (make installcheck: pg_isolation_regress, test/specs/)"
-	run_installcheck isolation REGRESS test/output_iso/regression.diffs
-}
-
-# pg_prove, one file at a time, each in a fresh database (with pgtap and
-# idempotency created) on one server: files cannot depend on each other.
-suite_pgtap()
-{
-	local n=0 f name port
-	say "pgtap (pg_prove, test/pgtap/)"
-	if [ -n "$PGTAP_MISSING" ]; then
-		skip "pgtap (Debian ships no postgresql-$PG_MAJOR-pgtap here)"
-		return
-	fi
-	port=$(free_port 55432)
-	if ! start_server "$WORK/pgtap_data" "$port"; then
-		fail "pgtap (server did not start)"
-		return
-	fi
-	for f in test/pgtap/*.sql; do
-		[ -e "$f" ] || continue
-		n=$((n + 1))
-		name=$(basename "$f" .sql)
-		if as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
-			-c "CREATE DATABASE \"tap_$name\"" >"$WORK/pgtap_$name.log" 2>&1 &&
-			as_postgres psql -X -q -h "$WORK" -p "$port" -d "tap_$name" -v ON_ERROR_STOP=1 \
-				-c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION idempotency" >>"$WORK/pgtap_$name.log" 2>&1 &&
-			run_logged "$WORK/pgtap_$name.run" runuser -u postgres -- env -C "$WORK" \
-				PATH="$PG_BIN:$PATH" pg_prove -h "$WORK" -p "$port" -d "tap_$name" "$f"; then
-			pass "pgtap/$name"
-		else
-			fail "pgtap/$name"
-			cat "$WORK/pgtap_$name.log" "$WORK/pgtap_$name.run" 2>/dev/null
-		fi
-	done
-	[ "$n" -gt 0 ] || note "no test/pgtap/*.sql: suite skipped"
-	stop_server "$WORK/pgtap_data"
-}
-
-# make prove_installcheck, one file at a time; each file's tmp_check (its
-# servers' logs) is moved to tap/NAME before the next one starts.
-suite_tap()
-{
-	local n=0 f name dir
-	say "tap (make prove_installcheck: prove, test/t/)"
-	as_postgres mkdir -p "$WORK/tap"
-	for f in test/t/*.pl; do
-		[ -e "$f" ] || continue
-		n=$((n + 1))
-		name=$(basename "$f" .pl)
-		dir=$WORK/tap/$name
-		if [ "$name" = 060_major_upgrade ] && [ "$PG_MAJOR" = "$OLD_MAJOR" ]; then
-			note "$name: $OLD_MAJOR is the oldest version, the one the others' runs upgrade from"
-			continue
-		fi
-		if run_logged "$dir.log" "${MAKE_PG[@]}" prove_installcheck PROVE_TESTS="$f"; then
-			if grep -q '\.\. skipped: ' "$dir.log"; then
-				skip "tap/$name ($(sed -n 's/.*\.\. skipped: //p' "$dir.log" | head -1))"
-			else
-				pass "tap/$name"
-			fi
-		else
-			fail "tap/$name"
-			cat "$dir.log"
-			tail_logs "$WORK"/tmp_check/log/*
-		fi
-		[ -d "$WORK/tmp_check" ] && mv "$WORK/tmp_check" "$dir"
-	done
-	[ "$n" -gt 0 ] || note "no test/t/*.pl: suite skipped"
-}
-
-# examples/http needs Node.js with the pg and express modules.  Every machine
-# (CI too) reaches Debian's mirrors and the npm registry: node_modules
-# already in the tree, else npm ci (online), else npm ci --offline (npm's
-# cache), else Debian's node-pg and node-express.  Debian's nodejs is
-# installed only when there is no node at all; with another Node.js (say
-# NodeSource's, which Debian's node-* packages cannot be installed beside)
-# their .debs are unpacked into the work directory and found through
-# NODE_PATH.  Sets HTTP_MODULES to where the modules came from.
-http_modules()
-{
-	local dir=$WORK/examples/http deb=$WORK/debian-node pkgs f
-	unset NODE_PATH
-	if ! command -v node >/dev/null; then
-		apt_install nodejs npm || return 1
-	fi
-	if [ -d "$dir/node_modules/pg" ] && [ -d "$dir/node_modules/express" ]; then
-		HTTP_MODULES="examples/http/node_modules"
-		return 0
-	fi
-	if command -v npm >/dev/null; then
-		if (cd "$dir" && npm ci --no-audit --no-fund) >"$WORK/npm.log" 2>&1; then
-			HTTP_MODULES="npm ci"
-			return 0
-		fi
-		if (cd "$dir" && npm ci --offline --no-audit --no-fund) >>"$WORK/npm.log" 2>&1; then
-			HTTP_MODULES="npm ci --offline (npm ci: $(sed -n 's/^npm \(ERR!\|error\) code //p' "$WORK/npm.log" | head -n 1))"
-			return 0
-		fi
-		note "npm ci failed: $(sed -n 's/^npm \(ERR!\|error\) code //p' "$WORK/npm.log" | tr '\n' ' ')"
-	fi
-	rm -rf "$dir/node_modules"
-	if debian_node && apt_install node-pg node-express >>"$WORK/npm.log" 2>&1; then
-		NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs:/usr/lib/$(gcc -print-multiarch)/nodejs
-		HTTP_MODULES="Debian's node-pg and node-express"
-	else
-		# the closure of their node-* and libjs-* dependencies, unpacked
-		[ -n "$(apt-cache policy node-pg 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v none)" ] ||
-			apt-get update -qq >>"$WORK/npm.log" 2>&1
-		pkgs=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
-			--no-replaces --no-enhances node-pg node-express 2>/dev/null | grep -E '^(node|libjs)-' | sort -u)
-		[ -n "$pkgs" ] || return 1
-		mkdir -p "$deb/debs" && chown _apt "$deb/debs" 2>/dev/null
-		# shellcheck disable=SC2086
-		(cd "$deb/debs" && apt-get download -q $pkgs) >>"$WORK/npm.log" 2>&1 || return 1
-		for f in "$deb"/debs/*.deb; do dpkg-deb -x "$f" "$deb/root" || return 1; done
-		NODE_PATH=$deb/root/usr/share/nodejs:$deb/root/usr/lib/nodejs:$deb/root/usr/lib/$(gcc -print-multiarch)/nodejs
-		HTTP_MODULES="Debian's node-pg and node-express, unpacked for node $(node --version)"
-	fi
-	export NODE_PATH
-}
-
-# True when the node on PATH is Debian's nodejs package (a version the apt
-# sources offer), beside which Debian's node-* packages install.
-debian_node()
-{
-	local bin ver offered
-	bin=$(readlink -f "$(command -v node)") || return 1
-	[ "$(dpkg -S "$bin" 2>/dev/null | cut -d: -f1)" = nodejs ] || return 1
-	ver=$(dpkg-query -W -f='${Version}' nodejs 2>/dev/null) || return 1
-	# not "| grep -q": under pipefail, apt-cache's SIGPIPE would fail it
-	offered=$(apt-cache madison nodejs 2>/dev/null)
-	case $offered in *"| $ver |"*) return 0 ;; esac
-	return 1
-}
-
-# Builds examples/go with Debian's Go, Gin and lib/pq only: GOPATH mode over
-# /usr/share/gocode, no module downloads.
-build_go_example()
-{
-	apt_install golang-go golang-github-gin-gonic-gin-dev golang-github-lib-pq-dev || return 1
-	mkdir -p "$WORK/bin" "$WORK/gocache"
-	env -C "$WORK/examples/go" GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= \
-		GOCACHE="$WORK/gocache" go build -o "$WORK/bin/payments-go" .
-}
-
-# Builds examples/java with javac (Debian's JDK and PostgreSQL JDBC driver)
-# and runs its JUnit 5 tests (Debian's junit5) against database $1.
-build_java_example()
-{
-	apt_install default-jdk-headless libpostgresql-jdbc-java junit5 || return 1
-	rm -rf "$WORK/java-classes" "$WORK/java-test-classes"
-	# shellcheck disable=SC2046 # the file names have no spaces
-	javac -Xlint:all,-serial -Werror -d "$WORK/java-classes" -cp /usr/share/java/postgresql.jar \
-		$(find "$WORK/examples/java/src" -name '*.java') &&
-		javac -Xlint:all,-serial -Werror -d "$WORK/java-test-classes" \
-			-cp "$WORK/java-classes:/usr/share/java/postgresql.jar:/usr/share/java/junit-jupiter-api.jar:/usr/share/java/apiguardian-api.jar" \
-			$(find "$WORK/examples/java/test" -name '*.java')
-}
-
-# The three example services (examples/http Node.js, examples/go,
-# examples/java) against the one black-box conformance suite
-# (examples/conformance/*.test.js, node --test): each service in a database
-# of its own, set up by examples/db/schema.sql and used as a login role with
-# only the grants that script gives.  One line per service and test file.
-suite_http()
-{
-	local port svc db cmd f name log
-	say "http (examples/: Node.js, Go and Java services x examples/conformance, node --test)"
-	port=$(free_port 55532)
-	if ! http_modules; then
-		fail "http (could not get Node.js and its modules)"
-		tail_logs "$WORK/npm.log"
-		return
-	fi
-	note "node $(node --version), modules: $HTTP_MODULES"
-	if ! start_server "$WORK/http_data" "$port" ||
-		! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
-			-c "CREATE ROLE payments_service LOGIN"; then
-		fail "http (server did not start)"
-		stop_server "$WORK/http_data"
-		return
-	fi
-	for svc in node go java; do
-		db=examples_$svc
-		case $svc in
-		node) cmd='["node", "'"$WORK"'/examples/http/server.js"]' ;;
-		go)
-			if ! build_go_example >"$WORK/build_go.log" 2>&1; then
-				fail "http/go (build)"
-				tail_logs "$WORK/build_go.log"
-				continue
-			fi
-			cmd='["'"$WORK"'/bin/payments-go"]'
-			;;
-		java)
-			if ! build_java_example >"$WORK/build_java.log" 2>&1; then
-				fail "http/java (build)"
-				tail_logs "$WORK/build_java.log"
-				continue
-			fi
-			cmd='["java", "-Xss512k", "-cp", "'"$WORK"'/java-classes:/usr/share/java/postgresql.jar", "payments.PaymentsServer"]'
-			;;
-		esac
-		if ! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
-			-c "CREATE DATABASE $db" >"$WORK/http_$db.log" 2>&1 ||
-			! as_postgres psql -X -q -h "$WORK" -p "$port" -d "$db" -v service_role=payments_service \
-				-f examples/db/schema.sql >>"$WORK/http_$db.log" 2>&1; then
-			fail "http/$svc (examples/db/schema.sql)"
-			cat "$WORK/http_$db.log"
-			continue
-		fi
-		if [ "$svc" = java ]; then
-			if run_logged "$WORK/http_java_junit.log" env PGHOST=127.0.0.1 PGPORT="$port" \
-				PGUSER=payments_service PGDATABASE="$db" \
-				java -jar /usr/share/java/junit-platform-console-standalone.jar --disable-banner \
-				--disable-ansi-colors --details=tree --fail-if-no-tests \
-				-cp "$WORK/java-classes:$WORK/java-test-classes:/usr/share/java/postgresql.jar" \
-				--scan-classpath "$WORK/java-test-classes"; then
-				pass "http/java/junit ($(grep -Eo '[0-9]+ tests successful' "$WORK/http_java_junit.log"))"
-			else
-				fail "http/java/junit"
-				cat "$WORK/http_java_junit.log"
-			fi
-		fi
-		for f in examples/conformance/*.test.js; do
-			name=$(basename "$f" .test.js)
-			log=$WORK/http_${svc}_$name
-			: >"$log.services"
-			if run_logged "$log.log" env -C "$WORK/examples/conformance" PATH="$PG_BIN:$PATH" \
-				PGHOST=127.0.0.1 PGPORT="$port" PGUSER=payments_service PGDATABASE="$db" \
-				PGSSLMODE=disable CONFORMANCE_ADMIN_USER=postgres CONFORMANCE_LOG="$log.services" \
-				EXAMPLE_CMD="$cmd" node --test "$name.test.js"; then
-				pass "http/$svc/$name ($(grep -c '^ok ' "$log.log") cases)"
-			else
-				fail "http/$svc/$name"
-				cat "$log.log"
-				tail_logs "$log.services"
-			fi
-		done
-	done
-	stop_server "$WORK/http_data"
-}
-
-suite_package()
-{
-	say "package (test/deb.sh)"
-	if run_logged "$WORK/package.log" bash test/deb.sh; then
-		pass "package/postgresql-$PG_MAJOR-idempotency ($(grep -m1 '^built' "$WORK/package.log"))"
-	else
-		fail "package/postgresql-$PG_MAJOR-idempotency"
-		cat "$WORK/package.log"
-	fi
-}
-
-# bench/run.sh --check: the benchmark's contention mode, short, on the
-# extension installed above: 8 clients race a few keys through every variant
-# (the extension's patterns, the PL/pgSQL reference, Redis, ON CONFLICT) and
-# the driver checks exactly-once after each run.  Correctness only: the
-# timings it prints are not asserted.
-suite_bench()
-{
-	say "bench (bench/run.sh --check: exactly-once under contention)"
-	if run_logged "$WORK/bench.log" bash bench/run.sh --check --no-build; then
-		pass "bench/contention ($(grep -c ': held:' "$WORK/bench.log") runs held)"
-	else
-		fail "bench/contention"
-		cat "$WORK/bench.log"
-	fi
-}
-
-# Wait until a query on the server at port $1 returns t, for at most $3 s.
-wait_for_sql()
-{
-	local port=$1 sql=$2 n
-	for n in $(seq $(($3 * 2))); do
-		[ "$(as_postgres psql -X -qAt -h "$WORK" -p "$port" -d postgres -c "$sql" 2>/dev/null)" = t ] && return 0
-		sleep 0.5
-	done
-	return 1
-}
-
-# A variable of the Makefile (REGRESS, ISOLATION), as make sees it.
-make_var()
-{
-	make -s -C "$WORK" --no-print-directory PG_CONFIG="$PG_BIN/pg_config" \
-		-f Makefile -f - "print-$1" <<<'print-%: ; @echo $($*)'
-}
-
-# valgrind: one server whose postmaster runs under memcheck, so every
-# backend and background worker it forks does too; pg_regress (the
-# Makefile's REGRESS, sql/execute_hostile.sql's crash inputs among them)
-# and pg_isolation_regress (ISOLATION) run against it, with the worker
-# expiring in their databases.  Each test file counts as under regress and
-# isolation; one more line, valgrind/memcheck, fails on any valgrind error
-# whose stack passes through idempotency.so and on any process killed by a
-# signal.  Errors valgrind reports inside PostgreSQL alone (Debian's build
-# is not made for valgrind: uninitialised padding written to WAL and files)
-# are counted in a note.  palloc'd memory is not instrumented in that
-# build either, so a use after pfree inside one memory context goes unseen.
-suite_valgrind()
-{
-	local port data=$WORK/valgrind_data logs=$WORK/valgrind_logs vg ours n pid
-	say "valgrind (memcheck: pg_regress and the isolation specs against a server under valgrind)"
-	port=$(free_port 55632)
-	as_postgres mkdir -p "$logs" "$WORK/valgrind_regress" "$WORK/valgrind_isolation"
-	as_postgres initdb -D "$data" -A trust --no-sync >/dev/null || { fail "valgrind (initdb)"; return; }
-	cat >>"$data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$WORK'
-shared_preload_libraries = 'idempotency'
-CONF
-	runuser -u postgres -- env -C "$WORK" setsid valgrind --quiet --trace-children=yes \
-		--track-origins=yes --num-callers=40 --leak-check=no --error-limit=no \
-		--log-file="$logs/%p.log" "$PG_BIN/postgres" -D "$data" >"$data/server.log" 2>&1 </dev/null &
-	pid=$!
-	for n in $(seq 600); do
-		as_postgres pg_isready -q -h "$WORK" -p "$port" && break
-		sleep 0.5
-	done
-	if ! as_postgres pg_isready -q -h "$WORK" -p "$port"; then
-		fail "valgrind (server did not start)"
-		tail_logs "$data/server.log"
-		kill "$pid" 2>/dev/null
-		return
-	fi
-	# shellcheck disable=SC2046
-	run_logged "$WORK/valgrind_regress.log" runuser -u postgres -- env -C "$WORK" \
-		PATH="$PG_BIN:$PATH" "$PGXS_DIR/src/test/regress/pg_regress" \
-		--bindir="$PG_BIN" --host="$WORK" --port="$port" --inputdir=. \
-		--outputdir="$WORK/valgrind_regress" --dbname=contrib_regression $(make_var REGRESS)
-	count_regress valgrind/regress "$WORK/valgrind_regress.log"
-	cat "$WORK/valgrind_regress/regression.diffs" 2>/dev/null
-	# shellcheck disable=SC2046
-	run_logged "$WORK/valgrind_isolation.log" runuser -u postgres -- env -C "$WORK" \
-		PATH="$PG_BIN:$PATH" "$PGXS_DIR/src/test/isolation/pg_isolation_regress" \
-		--bindir="$PG_BIN" --host="$WORK" --port="$port" --inputdir=test \
-		--outputdir="$WORK/valgrind_isolation" --load-extension=idempotency \
-		--dbname=isolation_regression $(make_var ISOLATION)
-	count_regress valgrind/isolation "$WORK/valgrind_isolation.log"
-	cat "$WORK/valgrind_isolation/regression.diffs" 2>/dev/null
-	# the background worker: a pass that expires rows (the tests above keep
-	# its settings at their defaults, which guc.sql checks)
-	if as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
-		-c "CREATE EXTENSION idempotency" \
-		-c "INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
-			SELECT 'vg', 'k' || i, 'completed', i, now(), now(), now() - interval '1 s'
-			FROM generate_series(1, 100) i" \
-		-c "ALTER SYSTEM SET idempotency.worker_interval = '1s'" \
-		-c "SELECT pg_reload_conf()" >"$WORK/valgrind_worker.log" 2>&1 &&
-		wait_for_sql "$port" "SELECT count(*) = 0 FROM idempotency_keys WHERE scope = 'vg'" 300; then
-		pass "valgrind/worker (a pass expired 100 rows)"
-	else
-		fail "valgrind/worker"
-		cat "$WORK/valgrind_worker.log"
-	fi
-	as_postgres pg_ctl -D "$data" -m fast -w -t 300 stop >/dev/null
-	wait "$pid" 2>/dev/null
-
-	vg=$(cat "$logs"/*.log 2>/dev/null | grep -cE '^==[0-9]+== [A-Z]')
-	ours=$(valgrind_ours "$logs"/*.log)
-	if ! grep -qs 'valgrind' "$logs"/*.log && [ "$(find "$logs" -name '*.log' | wc -l)" -eq 0 ]; then
-		fail "valgrind/memcheck (valgrind wrote no log: the server did not run under it)"
-	elif [ -z "$ours" ] && ! grep -q 'terminated by signal' "$data/server.log"; then
-		pass "valgrind/memcheck (no error through idempotency.so, no crash)"
-		[ "$vg" -eq 0 ] || note "$vg valgrind errors inside PostgreSQL alone, not through the extension"
-	else
-		fail "valgrind/memcheck"
-		grep 'terminated by signal' "$data/server.log"
-		printf '%s\n' "$ours"
-	fi
-}
-
-# The valgrind error records of the logs given that pass through the
-# extension's code: a frame in idempotency.so (or in one of its source
-# files, where valgrind reads debug information), other than the worker's
-# entry points alone, which call PostgreSQL's own start-up (InitPostgres
-# writes uninitialised padding of the relcache init file).
-valgrind_ours()
-{
-	awk '
-		/^==[0-9]+== [A-Z]/ { rec = $0 "\n"; ours = 0; next }
-		/^==[0-9]+==  *(at|by) / {
-			if (rec == "") next
-			rec = rec $0 "\n"
-			if ($0 ~ /idempotency\.so|\((claim|execute|store|record|expire|worker|guard|hash|stats|idempotency)\.c:[0-9]+\)/ &&
-				$0 !~ /: idem_(worker|launcher)_main /)
-				ours = 1
-			next
-		}
-		/^==[0-9]+== $/ { if (rec != "" && ours) printf "%s", rec; rec = ""; next }
-		{ if (rec != "") rec = rec $0 "\n" }
-	' "$@" 2>/dev/null
-}
-
-# citus: test/citus/checks.sh on a throwaway cluster under $WORK/citus;
-# each of its "ok NAME" / "not ok NAME" lines counts once ("# " lines after
-# a failure say why).  Citus must be installed into PG_BIN's PostgreSQL:
-# when it is not, ../shared/citus/build.sh (beside the repository) builds
-# and installs it (as root, ~2 min); with neither the suite is skipped.
-suite_citus()
-{
-	local pkglib build=../shared/citus/build.sh line n=0 why=""
-	say "citus (test/citus/checks.sh: Citus as ../shared/citus/build.sh picks it, 1 coordinator + 2 workers)"
-	pkglib=$("$PG_BIN/pg_config" --pkglibdir)
-	if [ ! -f "$pkglib/citus.so" ]; then
-		if [ ! -f "$build" ]; then
-			skip "citus (Citus is not installed in $pkglib and there is no $build)"
-			return
-		fi
-		note "Citus is not installed in $pkglib: running $build"
-		if ! run_logged "$WORK/citus_build.log" env PG_CONFIG="$PG_BIN/pg_config" bash "$build"; then
-			fail "citus (build.sh failed)"
-			tail_logs "$WORK/citus_build.log"
-			return
-		fi
-		note "$(tail -n 1 "$WORK/citus_build.log")"
-	fi
-	run_logged "$WORK/citus.log" env PG_BIN="$PG_BIN" bash test/citus/checks.sh "$WORK/citus"
-	while IFS= read -r line; do
-		case $line in
-		"ok "*)
-			n=$((n + 1))
-			pass "${line#ok }"
-			why=""
-			;;
-		"not ok "*)
-			n=$((n + 1))
-			fail "${line#not ok }"
-			why=1
-			;;
-		"# "*) [ -n "$why" ] && printf '          %s\n' "${line#\# }" ;;
-		*)
-			why=""
-			note "$line"
-			;;
-		esac
-	done <"$WORK/citus.log"
-	if [ "$n" -eq 0 ]; then
-		fail "citus (did not run)"
-		tail_logs "$WORK/citus.log"
-	fi
-	bash test/citus/cluster.sh stop "$WORK/citus" >/dev/null 2>&1
-}
-
 ALL_SUITES="regress isolation pgtap tap http package bench valgrind citus"
 # The versions, and the suites each runs by default (test/lib/chroot.sh
 # says where each comes from).  Every SQL-level suite and bench's
@@ -666,9 +150,6 @@ ALL_SUITES="regress isolation pgtap tap http package bench valgrind citus"
 # with IDEM_CITUS_VERSIONS="15 17 18" or by name (PG_MAJOR=17 bash
 # test/run.sh citus).
 ALL_VERSIONS="15 17 18 19"
-# The oldest: in each other version's chroot, test/t/060_major_upgrade.pl
-# moves a database from it (the one this system installed) to that version.
-OLD_MAJOR=15
 IDEM_CITUS_VERSIONS=${IDEM_CITUS_VERSIONS:-15 18}
 default_suites()
 {
@@ -750,11 +231,36 @@ run_one_version()
 		export IDEM_OLD_LIBRARY_PATH
 	fi
 	for s in $suites; do
-		"suite_$s"
+		case $s in
+		valgrind | citus | http | package | bench) run_target "$s" ;;
+		*) "suite_$s" ;;
+		esac
 	done
 	echo
 	echo "took $((SECONDS - START)) s"
 	finish
+}
+
+# A slow suite through its make target (make check-valgrind, ... as
+# test/suite.sh runs it, against the server just installed), its lines
+# shown and counted into this run's.
+run_target()
+{
+	local s=$1 target=check-$1 log rc p f k
+	[ "$s" = http ] && target=check-examples
+	log=$(mktemp /tmp/idempotency-target.XXXXXX)
+	run_logged "$log" make --no-print-directory PG_CONFIG="$PG_BIN/pg_config" "$target"
+	rc=$?
+	grep -v '^suite [a-z]*: ' "$log"
+	p=$(grep -c '^  ok      ' "$log")
+	f=$(grep -c '^  FAILED  ' "$log")
+	k=$(grep -c '^  skipped ' "$log")
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	SKIPPED=$((SKIPPED + k))
+	FAILURES="$FAILURES$(sed -n 's/^  FAILED  \([^ ]*\).*/ \1/p' "$log" | tr -d '\n')"
+	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && fail "$s (make $target exited $rc)"
+	rm -f "$log"
 }
 
 # The Debian packages the suites named need beyond $PACKAGES (http installs

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# test/suite.sh SUITE: one of the test command's slow suites against the
+# PostgreSQL the Makefile's PG_CONFIG names, with the extension already
+# built and installed for it (make install).  The make targets call it:
+#
+#   make check-valgrind    pg_regress and the isolation specs again, against
+#                          one server run under valgrind's memcheck
+#   make check-citus       a Citus cluster on loopback (test/citus/)
+#   make check-examples    the HTTP services of examples/ against their
+#                          conformance suite (the suite named http)
+#   make check-package     the version's Debian package, built, installed, used
+#   make check-bench       bench/run.sh --check: exactly-once under contention
+#
+# As root (servers run as the postgres OS user).  It installs nothing the
+# suite does not fetch for itself (http: Node.js, Go and Java with their
+# modules; citus: builds Citus from ../shared/citus when missing); what the
+# others need (valgrind; redis-server and libhiredis-dev) bash test/run.sh
+# installs, and then calls these targets.  Prints a line per test ("ok",
+# "FAILED" or "skipped", each naming the version), then
+# "suite NAME: N ok, N failed, N skipped"; exits non-zero when one failed.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+. test/lib/common.sh
+. test/lib/suites.sh
+
+suite=${1:-}
+case $suite in
+valgrind | citus | http | package | bench) ;;
+*) echo "usage: test/suite.sh valgrind|citus|http|package|bench (make check-...)" >&2; exit 2 ;;
+esac
+[ "$(id -u)" = 0 ] || { echo "test/suite.sh: run as root (it starts servers as the postgres OS user)" >&2; exit 2; }
+[ -x "$PG_BIN/pg_config" ] || { echo "test/suite.sh: no PostgreSQL at $PG_BIN" >&2; exit 2; }
+
+PASSED=0
+FAILED=0
+SKIPPED=0
+FAILURES=""
+CHILD=""
+WORK=""
+cleanup()
+{
+	[ -n "$CHILD" ] && kill -TERM -- "-$CHILD" 2>/dev/null
+	if [ -n "$WORK" ]; then
+		kill_servers_under "$WORK"
+		if [ "${KEEP_WORKDIR:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
+	fi
+	WORK=""
+}
+trap cleanup EXIT
+trap 'cleanup; fail "$suite (interrupted)"; exit 130' INT TERM
+
+missing=""
+case $suite in
+valgrind) command -v valgrind >/dev/null || missing=valgrind ;;
+bench) command -v redis-server >/dev/null || missing=redis-server ;;
+esac
+if [ -n "$missing" ]; then
+	fail "$suite ($missing is not installed: bash test/run.sh $suite installs it)"
+else
+	make_workdir
+	MAKE_PG=(runuser -u postgres -- env TMPDIR="$WORK/tmp" make -C "$WORK" --no-print-directory
+		PG_CONFIG="$PG_BIN/pg_config")
+	export IDEM_TMP=$WORK # test/deb.sh puts its files under ours
+	"suite_$suite"
+fi
+echo "suite $suite: $PASSED ok, $FAILED failed, $SKIPPED skipped"
+[ "$FAILED" -eq 0 ]
