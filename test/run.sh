@@ -6,10 +6,14 @@
 # the suites need (apt-get update only when one is missing), builds the
 # extension with -Wall -Wextra -Werror (make WERROR=1), installs it, copies
 # the tree to a temporary directory the postgres OS user owns, and runs the
-# suites there on throwaway servers as that user.
+# suites there on throwaway servers as that user: regress, isolation and tap
+# through make installcheck and make prove_installcheck, pgtap with pg_prove,
+# the slow ones through their make targets (make check-valgrind,
+# check-citus, check-examples, check-package, check-bench: test/suite.sh);
+# the suites themselves are in test/lib/suites.sh.
 #   15  on this machine (Debian bookworm's postgresql-15): every suite
 #   17  in a Debian trixie chroot: regress isolation pgtap tap package bench
-#   18  in a Debian forky chroot: the same and valgrind
+#   18  in a Debian forky chroot: the same, valgrind and citus
 #   19  in a Debian forky chroot with experimental's postgresql-19:
 #       regress isolation tap package bench, and pgtap when Debian ships a
 #       postgresql-19-pgtap (it does not yet: counted as skipped)
