@@ -110,12 +110,7 @@ cleanup()
 {
 	# the suite that was running when we were interrupted, with its children
 	[ -n "$CHILD" ] && kill -TERM -- "-$CHILD" 2>/dev/null
-	if [ -n "$WORK" ]; then
-		# every server started under $WORK: pg_ctl's, pg_regress's, the TAP
-		# nodes, test/deb.sh's
-		kill_servers_under "$WORK"
-		if [ "${KEEP_WORKDIR:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
-	fi
+	remove_workdir
 	if [ -n "$CHROOT_ROOT" ]; then
 		# the version's run in its chroot stops its own servers on SIGTERM:
 		# give it the time, then end whatever still runs in there
@@ -250,20 +245,14 @@ run_one_version()
 # shown and counted into this run's.
 run_target()
 {
-	local s=$1 target=check-$1 log rc p f k
+	local s=$1 target=check-$1 log rc
 	[ "$s" = http ] && target=check-examples
 	log=$(mktemp /tmp/idempotency-target.XXXXXX)
 	run_logged "$log" make --no-print-directory PG_CONFIG="$PG_BIN/pg_config" "$target"
 	rc=$?
 	grep -v '^suite [a-z]*: ' "$log"
-	p=$(grep -c '^  ok      ' "$log")
-	f=$(grep -c '^  FAILED  ' "$log")
-	k=$(grep -c '^  skipped ' "$log")
-	PASSED=$((PASSED + p))
-	FAILED=$((FAILED + f))
-	SKIPPED=$((SKIPPED + k))
-	FAILURES="$FAILURES$(sed -n 's/^  FAILED  \([^ ]*\).*/ \1/p' "$log" | tr -d '\n')"
-	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && fail "$s (make $target exited $rc)"
+	count_lines "$log"
+	[ "$rc" -ne 0 ] && [ "$COUNTED_FAILED" -eq 0 ] && fail "$s (make $target exited $rc)"
 	rm -f "$log"
 }
 
@@ -307,13 +296,8 @@ run_version()
 	rc=$?
 	CHILD=""
 	wait "$tailer"
-	p=$(grep -c '^  ok      ' "$log")
-	f=$(grep -c '^  FAILED  ' "$log")
-	k=$(grep -c '^  skipped ' "$log")
-	PASSED=$((PASSED + p))
-	FAILED=$((FAILED + f))
-	SKIPPED=$((SKIPPED + k))
-	FAILURES="$FAILURES$(sed -n 's/^  FAILED  \([^ ]*\).*/ \1/p' "$log" | tr -d '\n')"
+	count_lines "$log"
+	p=$COUNTED_OK f=$COUNTED_FAILED k=$COUNTED_SKIPPED
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && ! { [ "$p" -eq 0 ] && [ "$k" -gt 0 ]; }; then
 		# it failed without saying which test: count that
 		FAILED=$((FAILED + 1))

@@ -40,11 +40,7 @@ WORK=""
 cleanup()
 {
 	[ -n "$CHILD" ] && kill -TERM -- "-$CHILD" 2>/dev/null
-	if [ -n "$WORK" ]; then
-		kill_servers_under "$WORK"
-		if [ "${KEEP_WORKDIR:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
-	fi
-	WORK=""
+	remove_workdir
 }
 trap cleanup EXIT
 trap 'cleanup; fail "$suite (interrupted)"; exit 130' INT TERM

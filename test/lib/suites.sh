@@ -19,6 +19,31 @@ fail() { FAILED=$((FAILED + 1)); FAILURES="$FAILURES pg$PG_MAJOR/$1"; printf '  
 skip() { SKIPPED=$((SKIPPED + 1)); printf '  skipped pg%s/%s\n' "$PG_MAJOR" "$1"; }
 note() { printf '  (%s)\n' "$*"; }
 
+# Stop every server started under $WORK (pg_ctl's, pg_regress's, the TAP
+# nodes, test/deb.sh's) and remove it (KEEP_WORKDIR=1 keeps it).
+remove_workdir()
+{
+	[ -n "$WORK" ] || return 0
+	kill_servers_under "$WORK"
+	if [ "${KEEP_WORKDIR:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
+	WORK=""
+}
+
+# Count the "ok", "FAILED" and "skipped" lines of a log (a make target's, a
+# version's run) into this run's; sets COUNTED_OK, COUNTED_FAILED and
+# COUNTED_SKIPPED to its own.
+count_lines()
+{
+	local log=$1
+	COUNTED_OK=$(grep -c '^  ok      ' "$log")
+	COUNTED_FAILED=$(grep -c '^  FAILED  ' "$log")
+	COUNTED_SKIPPED=$(grep -c '^  skipped ' "$log")
+	PASSED=$((PASSED + COUNTED_OK))
+	FAILED=$((FAILED + COUNTED_FAILED))
+	SKIPPED=$((SKIPPED + COUNTED_SKIPPED))
+	FAILURES="$FAILURES$(sed -n 's/^  FAILED  \([^ ]*\).*/ \1/p' "$log" | tr -d '\n')"
+}
+
 # Run a command in its own session with its output in a log file, so that
 # an interrupt reaches this script at once (wait returns) and cleanup can end
 # the command's whole process group.  Returns the command's status.
