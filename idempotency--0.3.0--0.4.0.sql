@@ -201,3 +201,170 @@ BEGIN
             ' CHECK (@extschema@.idem_row_storable(response, recovery_point, request_hash))';
 END
 $constraint$;
+
+-- Attempts, and waiting for a result (issue 30)
+
+/*
+ * attempts: the claims that started work on the key, 1 for the claim that
+ * wrote the row and one more at each takeover (reclaimed); a key that
+ * starts afresh after its expiry counts 1 again.  Rows written before
+ * count 1.  A constant default, so no rewrite.  Under EXECUTE, and only
+ * where the table is not a Citus worker's copy, for the reasons given at
+ * due_at in idempotency--0.2.0--0.3.0.sql.
+ */
+DO $attempts$
+DECLARE
+    citus_worker boolean := false;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT groupid OPERATOR(pg_catalog.<>) 0 AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition'
+                ' WHERE logicalrelid OPERATOR(pg_catalog.=) $1) FROM pg_catalog.pg_dist_local_group'
+            INTO citus_worker USING '@extschema@.idempotency_keys'::regclass;
+    END IF;
+    IF citus_worker THEN
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
+                        WHERE attrelid OPERATOR(pg_catalog.=) '@extschema@.idempotency_keys'::regclass
+                          AND attname OPERATOR(pg_catalog.=) 'attempts' AND NOT attisdropped) THEN
+            RAISE EXCEPTION 'idempotency_keys is distributed by Citus: update the extension on the coordinator'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'ALTER EXTENSION idempotency UPDATE on the coordinator changes the table and its shards on every node, and updates the extension on every worker.';
+        END IF;
+        RETURN;
+    END IF;
+    EXECUTE 'ALTER TABLE @extschema@.idempotency_keys ADD COLUMN attempts integer NOT NULL DEFAULT 1';
+END
+$attempts$;
+COMMENT ON COLUMN idempotency_keys.attempts IS
+    'Claims that started work on the key: 1 for the first, one more at each takeover (idempotency.max_attempts limits them)';
+
+/*
+ * idem_claim gains await_result (wait that long for a claim in flight to
+ * finish, and answer as a duplicate of the finished request) and
+ * max_attempts (a takeover past it makes the key final instead).  A new
+ * signature, so the function is made again: its grants with it, and, on
+ * a Citus coordinator where the key functions are delegated
+ * (idem_distribute; idem_complete stands for them), its delegation.
+ */
+DROP FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean);
+CREATE FUNCTION idem_claim(
+    key text,
+    request jsonb DEFAULT NULL,
+    scope text DEFAULT '',
+    lease interval DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    wait boolean DEFAULT true,
+    await_result interval DEFAULT NULL,
+    max_attempts integer DEFAULT NULL,
+    OUT outcome text,
+    OUT token bigint,
+    OUT status idempotency_status,
+    OUT response_code integer,
+    OUT response jsonb,
+    OUT retry_after interval,
+    OUT recovery_point text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'idem_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer) IS
+    'Claims an idempotency key or reports what is there: outcome new, replay, in_progress, reclaimed or stale';
+REVOKE ALL ON FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer) TO idempotency_app;
+
+DO $delegate$
+DECLARE
+    delegated boolean := false;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_object') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_object o, pg_catalog.pg_dist_local_group g'
+                ' WHERE g.groupid OPERATOR(pg_catalog.=) 0'
+                ' AND o.classid OPERATOR(pg_catalog.=) ''pg_catalog.pg_proc''::pg_catalog.regclass'
+                ' AND o.objid OPERATOR(pg_catalog.=) $1 AND o.distribution_argument_index IS NOT NULL)'
+            INTO delegated
+            USING '@extschema@.idem_complete(text,integer,jsonb,text,bigint)'::pg_catalog.regprocedure;
+    END IF;
+    IF delegated THEN
+        EXECUTE 'SELECT pg_catalog.create_distributed_function($1, ''scope'', colocate_with => $2)'
+            USING '@extschema@.idem_claim(text,jsonb,text,interval,interval,boolean,interval,integer)'::pg_catalog.regprocedure,
+                  '@extschema@.idempotency_keys';
+    END IF;
+END
+$delegate$;
+
+/*
+ * idem_distribute delegates every key function the extension has (a C
+ * function with a scope argument), read from the catalog, rather than a
+ * list of signatures that each new argument or function would outdate.
+ */
+CREATE OR REPLACE FUNCTION idem_distribute(colocate_with regclass DEFAULT NULL, delegate boolean DEFAULT true)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $idem_distribute$
+DECLARE
+    nsp text;
+    keys regclass;
+    keys_column text;
+    keys_colocation integer;
+    other_colocation integer;
+    f text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus') THEN
+        RAISE EXCEPTION 'Citus is not installed in this database'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Preload citus before idempotency, CREATE EXTENSION citus, add the worker nodes, then call idem_distribute() on the coordinator.';
+    END IF;
+    SELECT n.nspname INTO nsp
+      FROM pg_extension e JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+     WHERE e.extname OPERATOR(pg_catalog.=) 'idempotency';
+    keys := pg_catalog.format('%I.idempotency_keys', nsp)::regclass;
+
+    IF colocate_with IS NOT NULL THEN
+        EXECUTE 'SELECT colocationid FROM pg_catalog.pg_dist_partition WHERE logicalrelid OPERATOR(pg_catalog.=) $1'
+            INTO other_colocation USING colocate_with;
+        IF other_colocation IS NULL THEN
+            RAISE EXCEPTION 'table % is not distributed', colocate_with
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'Distribute it by its tenant column first (create_distributed_table), then co-locate the keys with it.';
+        END IF;
+    END IF;
+
+    EXECUTE 'SELECT pg_catalog.column_to_column_name(logicalrelid, partkey), colocationid'
+            ' FROM pg_catalog.pg_dist_partition WHERE logicalrelid OPERATOR(pg_catalog.=) $1'
+        INTO keys_column, keys_colocation USING keys;
+    IF keys_colocation IS NULL THEN
+        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''scope'', colocate_with => $2)'
+            USING keys, coalesce(colocate_with::text, 'default');
+    ELSIF keys_column IS DISTINCT FROM 'scope' THEN
+        RAISE EXCEPTION 'idempotency_keys is already distributed, by % rather than by scope', coalesce(keys_column, 'no column')
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Undistribute it (undistribute_table) and call idem_distribute() again.';
+    ELSIF other_colocation IS DISTINCT FROM keys_colocation AND colocate_with IS NOT NULL THEN
+        RAISE EXCEPTION 'idempotency_keys is already distributed, but not co-located with %', colocate_with
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Co-locate them with update_distributed_table_colocation().';
+    END IF;
+
+    IF delegate THEN
+        -- every key function of the extension: a C function with a scope argument
+        FOR f IN
+            SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text
+              FROM pg_catalog.pg_proc p
+              JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+                   AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+              JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+             WHERE e.extname OPERATOR(pg_catalog.=) 'idempotency'
+               AND p.prolang OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_language WHERE lanname OPERATOR(pg_catalog.=) 'c')
+               AND 'scope' OPERATOR(pg_catalog.=) ANY (p.proargnames)
+               AND p.proname OPERATOR(pg_catalog.<>) 'idem_key_lock'
+             ORDER BY 1
+        LOOP
+            EXECUTE 'SELECT pg_catalog.create_distributed_function($1, ''scope'', colocate_with => $2)'
+                USING f::regprocedure, keys::text;
+        END LOOP;
+    END IF;
+END
+$idem_distribute$;
+COMMENT ON FUNCTION idem_distribute(regclass, boolean) IS
+    'Citus: distributes idempotency_keys by scope, co-located with colocate_with, and (delegate) each key function by its scope argument';
+REVOKE ALL ON FUNCTION idem_distribute(regclass, boolean) FROM PUBLIC;
+

@@ -617,6 +617,8 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 					  a->key, a->scope);
 	a->wait = wait;
 	a->probe = false;
+	a->max_attempts = idem_max_attempts;
+	a->await_result = NULL;
 
 	PreventCommandIfReadOnly(psprintf("%s()", fname));
 
@@ -625,7 +627,8 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 }
 
 /*
- * idem_claim(key, request, scope, lease, retention, wait)
+ * idem_claim(key, request, scope, lease, retention, wait, await_result,
+ * max_attempts); a database still at 0.3.0 declares the first six.
  */
 Datum
 idem_claim(PG_FUNCTION_ARGS)
@@ -646,6 +649,20 @@ idem_claim(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("wait must not be null"),
 				 IdemErrdetailKey(a.key, a.scope)));
+	if (PG_NARGS() > 7 && !PG_ARGISNULL(7))
+	{
+		a.max_attempts = PG_GETARG_INT32(7);
+		if (a.max_attempts < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_attempts must not be negative"),
+					 errhint("0 means no limit."),
+					 IdemErrdetailKey(a.key, a.scope)));
+	}
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("await_result is not supported yet")));
 
 	desc = IdemResultDesc(fcinfo);
 

@@ -34,6 +34,8 @@ typedef struct IdemClaimArgs
 	Interval   *retention;
 	bool		wait;
 	bool		probe;			/* IDEM_OUTCOME_NONE, writing nothing, if no row */
+	int32		max_attempts;	/* takeovers past this many attempts end the key; 0: no limit */
+	Interval   *await_result;	/* wait this long for a claim in flight; NULL: not at all */
 	Oid			nspid;
 	TimestampTz now;			/* the time the claim is made at */
 } IdemClaimArgs;

@@ -29,6 +29,7 @@ int			idem_lease_seconds = 60;
 int			idem_retention_seconds = 24 * 60 * 60;
 int			idem_max_key_length = 255;
 int			idem_stale_policy = IDEM_STALE_RECLAIM;
+int			idem_max_attempts = 0;
 
 static const struct config_enum_entry stale_policy_options[] = {
 	{"reclaim", IDEM_STALE_RECLAIM, false},
@@ -60,6 +61,15 @@ _PG_init(void)
 							24 * 60 * 60, 1, INT_MAX,
 							PGC_USERSET,
 							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("idempotency.max_attempts",
+							"Most claims that may start work on one key; 0 for no limit.",
+							"A claim that would take over a key that has had this many (its first claim and every takeover) makes the key final instead: failed, not retryable. idem_claim's max_attempts argument overrides it.",
+							&idem_max_attempts,
+							0, 0, INT_MAX,
+							PGC_USERSET,
+							0,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("idempotency.max_key_length",

@@ -30,7 +30,7 @@ SELECT table_privs_are('idempotency_keys', 'public', ARRAY[]::name[],
 SELECT sequence_privs_are('idempotency_token_seq', 'public', ARRAY[]::name[],
                           'PUBLIC has no privilege on idempotency_token_seq');
 
-SELECT function_privs_are('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
+SELECT function_privs_are('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean', 'interval', 'integer'],
                           'public', ARRAY[]::name[], 'PUBLIC cannot execute idem_claim');
 SELECT function_privs_are('idem_complete', ARRAY['text', 'integer', 'jsonb', 'text', 'bigint'],
                           'public', ARRAY[]::name[], 'PUBLIC cannot execute idem_complete');
@@ -75,7 +75,7 @@ SELECT table_privs_are('idempotency_keys', 'idempotency_app',
 SELECT sequence_privs_are('idempotency_token_seq', 'idempotency_app', ARRAY['USAGE'],
                           'idempotency_app has exactly USAGE on idempotency_token_seq');
 
-SELECT function_privs_are('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
+SELECT function_privs_are('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean', 'interval', 'integer'],
                           'idempotency_app', ARRAY['EXECUTE'], 'idempotency_app may execute idem_claim');
 SELECT function_privs_are('idem_complete', ARRAY['text', 'integer', 'jsonb', 'text', 'bigint'],
                           'idempotency_app', ARRAY['EXECUTE'], 'idempotency_app may execute idem_complete');
@@ -106,7 +106,7 @@ SELECT function_privs_are('idem_resolve', ARRAY['text', 'text', 'text', 'integer
                           'idempotency_admin', ARRAY['EXECUTE'], 'idempotency_admin may execute idem_resolve');
 SELECT function_privs_are('idem_expire', ARRAY['integer'],
                           'idempotency_admin', ARRAY['EXECUTE'], 'idempotency_admin may execute idem_expire');
-SELECT function_privs_are('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
+SELECT function_privs_are('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean', 'interval', 'integer'],
                           'idempotency_admin', ARRAY['EXECUTE'], 'idempotency_admin may execute idem_claim (through idempotency_app)');
 SELECT table_privs_are('idempotency_keys', 'idempotency_admin',
                        ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE'],

@@ -19,7 +19,7 @@
 
 BEGIN;
 
-SELECT plan(137);
+SELECT plan(140);
 
 /* ---- the table ---- */
 
@@ -28,7 +28,7 @@ SELECT has_table('idempotency_keys', 'table idempotency_keys exists');
 SELECT columns_are('idempotency_keys', ARRAY[
     'scope', 'key', 'status', 'retryable', 'response_code', 'token',
     'locked_until', 'created_at', 'updated_at', 'expires_at',
-    'request_hash', 'recovery_point', 'response', 'due_at'
+    'request_hash', 'recovery_point', 'response', 'due_at', 'attempts'
 ], 'idempotency_keys has exactly the documented columns');
 
 SELECT col_type_is('idempotency_keys', 'scope',          'text',                     'scope is text');
@@ -44,6 +44,7 @@ SELECT col_type_is('idempotency_keys', 'expires_at',     'timestamp with time zo
 SELECT col_type_is('idempotency_keys', 'request_hash',   'bytea',                    'request_hash is bytea');
 SELECT col_type_is('idempotency_keys', 'recovery_point', 'text',                     'recovery_point is text');
 SELECT col_type_is('idempotency_keys', 'response',       'jsonb',                    'response is jsonb');
+SELECT col_type_is('idempotency_keys', 'attempts',       'integer',                  'attempts is integer');
 
 SELECT col_not_null('idempotency_keys', 'scope',      'scope is NOT NULL');
 SELECT col_not_null('idempotency_keys', 'key',        'key is NOT NULL');
@@ -53,6 +54,8 @@ SELECT col_not_null('idempotency_keys', 'token',      'token is NOT NULL');
 SELECT col_not_null('idempotency_keys', 'created_at', 'created_at is NOT NULL');
 SELECT col_not_null('idempotency_keys', 'updated_at', 'updated_at is NOT NULL');
 SELECT col_not_null('idempotency_keys', 'expires_at', 'expires_at is NOT NULL');
+SELECT col_not_null('idempotency_keys', 'attempts',   'attempts is NOT NULL');
+SELECT col_default_is('idempotency_keys', 'attempts', '1', 'attempts counts 1 for a row written without it');
 
 SELECT col_is_null('idempotency_keys', 'response_code',  'response_code is nullable');
 SELECT col_is_null('idempotency_keys', 'locked_until',   'locked_until is nullable');
@@ -113,8 +116,8 @@ FROM pg_extension WHERE extname = 'idempotency';
 
 /* ---- functions: existence, exact signature, return type ---- */
 
-SELECT has_function('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
-                    'idem_claim(text, jsonb, text, interval, interval, boolean) exists');
+SELECT has_function('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean', 'interval', 'integer'],
+                    'idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer) exists');
 SELECT has_function('idem_complete', ARRAY['text', 'integer', 'jsonb', 'text', 'bigint'],
                     'idem_complete(text, integer, jsonb, text, bigint) exists');
 SELECT has_function('idem_fail', ARRAY['text', 'text', 'bigint', 'integer', 'jsonb', 'boolean'],
@@ -140,7 +143,7 @@ SELECT has_function('idem_execute', ARRAY['text', 'jsonb', 'text', 'integer', 't
 SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'idempotency'), '0.4.0',
     'the default version is 0.4.0');
 
-SELECT function_returns('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
+SELECT function_returns('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean', 'interval', 'integer'],
                         'record', 'idem_claim returns a record (OUT parameters)');
 SELECT function_returns('idem_complete', ARRAY['text', 'integer', 'jsonb', 'text', 'bigint'],
                         'void', 'idem_complete returns void');
@@ -165,10 +168,11 @@ SELECT function_returns('idem_expire', ARRAY['integer'], 'bigint', 'idem_expire 
  * Argument names and defaults: callers write request => ..., scope => ...,
  * token => ..., so renaming or reordering one breaks them.
  */
-SELECT is(pg_get_function_arguments('idem_claim(text, jsonb, text, interval, interval, boolean)'::regprocedure),
+SELECT is(pg_get_function_arguments('idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer)'::regprocedure),
           'key text, request jsonb DEFAULT NULL::jsonb, scope text DEFAULT ''''::text, '
           'lease interval DEFAULT NULL::interval, retention interval DEFAULT NULL::interval, '
-          'wait boolean DEFAULT true, OUT outcome text, OUT token bigint, '
+          'wait boolean DEFAULT true, await_result interval DEFAULT NULL::interval, '
+          'max_attempts integer DEFAULT NULL::integer, OUT outcome text, OUT token bigint, '
           'OUT status idempotency_status, OUT response_code integer, OUT response jsonb, '
           'OUT retry_after interval, OUT recovery_point text',
           'idem_claim argument names, defaults and OUT columns');
@@ -204,7 +208,7 @@ SELECT is(pg_get_function_arguments('idem_expire(integer)'::regprocedure),
 
 /* ---- volatility ---- */
 
-SELECT volatility_is('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
+SELECT volatility_is('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean', 'interval', 'integer'],
                      'volatile', 'idem_claim is VOLATILE');
 SELECT volatility_is('idem_complete', ARRAY['text', 'integer', 'jsonb', 'text', 'bigint'],
                      'volatile', 'idem_complete is VOLATILE');
@@ -229,7 +233,7 @@ SELECT volatility_is('idem_expire', ARRAY['integer'], 'volatile', 'idem_expire i
  * Strictness: a NULL key must raise 22004, not quietly return NULL, so the
  * key functions are not STRICT; the hash functions are.
  */
-SELECT isnt_strict('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
+SELECT isnt_strict('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean', 'interval', 'integer'],
                    'idem_claim is not STRICT (NULL key is an error, not a NULL result)');
 SELECT isnt_strict('idem_complete', ARRAY['text', 'integer', 'jsonb', 'text', 'bigint'],
                    'idem_complete is not STRICT');
@@ -339,7 +343,7 @@ SELECT is(
     NULL,
     'no extension function is SECURITY DEFINER (row level security applies to callers)');
 
-SELECT isnt_definer('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean'],
+SELECT isnt_definer('idem_claim', ARRAY['text', 'jsonb', 'text', 'interval', 'interval', 'boolean', 'interval', 'integer'],
                     'idem_claim is SECURITY INVOKER');
 SELECT isnt_definer('idem_complete', ARRAY['text', 'integer', 'jsonb', 'text', 'bigint'],
                     'idem_complete is SECURITY INVOKER');

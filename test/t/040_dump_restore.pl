@@ -57,8 +57,8 @@ foreach my $db ('restored', 'restored_plain')
 		'replay', "$db: idem_execute replays");
 	is($node->safe_psql($db, q{SELECT count(*) FROM payments}), '2', "$db: no payment was made again");
 	is($node->safe_psql($db,
-		q{SELECT has_function_privilege('idempotency_app', 'idem_claim(text, jsonb, text, interval, interval, boolean)', 'EXECUTE')
-		     AND NOT has_function_privilege('public', 'idem_claim(text, jsonb, text, interval, interval, boolean)', 'EXECUTE')}),
+		q{SELECT has_function_privilege('idempotency_app', 'idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer)', 'EXECUTE')
+		     AND NOT has_function_privilege('public', 'idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer)', 'EXECUTE')}),
 		't', "$db: privileges are kept");
 }
 

@@ -132,8 +132,8 @@ foreach my $target ([ $restored, 'pg_dump/pg_restore' ], [ $upgraded, 'pg_upgrad
 		$ext_version, "$how: the extension's version is the old cluster's");
 	is($n->safe_psql('pay', $rows), $before, "$how: every key row is identical, due times included");
 	is($n->safe_psql('pay',
-		q{SELECT has_function_privilege('idempotency_app', 'idem_claim(text, jsonb, text, interval, interval, boolean)', 'EXECUTE')
-		     AND NOT has_function_privilege('public', 'idem_claim(text, jsonb, text, interval, interval, boolean)', 'EXECUTE')
+		q{SELECT has_function_privilege('idempotency_app', 'idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer)', 'EXECUTE')
+		     AND NOT has_function_privilege('public', 'idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer)', 'EXECUTE')
 		     AND NOT has_table_privilege('public', 'idempotency_keys', 'SELECT')}),
 		't', "$how: privileges are kept");
 	is($n->safe_psql('pay', q{SELECT relrowsecurity AND relforcerowsecurity FROM pg_class WHERE relname = 'idempotency_keys'}),
