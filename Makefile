@@ -56,7 +56,7 @@ endif
 #                            (test/run.sh: one of the two at a time)
 #   make prove_installcheck  the TAP tests alone
 #                            (PROVE_TESTS=test/t/010_worker.pl: one)
-REGRESS = setup claim record hash guc input expire expire_backlog stats execute execute_hostile \
+REGRESS = setup claim attempts record hash guc input expire expire_backlog stats execute execute_hostile \
 	attack_interval attack_execute attack_dump attack_lock_id plans large_response
 ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
 	claim_repeatable_read claim_serializable takeover execute execute_race \

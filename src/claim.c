@@ -52,6 +52,7 @@
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -117,6 +118,7 @@ typedef enum ClaimAction
 	ACT_INSERT,					/* no row: insert one, processing */
 	ACT_RENEW,					/* past expires_at: start afresh on the row */
 	ACT_TAKEOVER,				/* failed retryable, or lease run out: take over */
+	ACT_EXHAUST,				/* the same, but no attempt is left: make it final */
 	ACT_MISMATCH,				/* another request under this key: error */
 	ACT_REPLAY,					/* completed, or failed for good: replay */
 	ACT_IN_PROGRESS,			/* processing, lease alive */
@@ -129,7 +131,8 @@ typedef enum ClaimAction
  * nothing.
  */
 static ClaimAction
-DecideClaim(const IdemRow *row, bytea *hash, TimestampTz now, bool reclaim)
+DecideClaim(const IdemRow *row, bytea *hash, TimestampTz now, bool reclaim,
+			int32 max_attempts)
 {
 	if (!row->found)
 		return ACT_INSERT;
@@ -144,6 +147,9 @@ DecideClaim(const IdemRow *row, bytea *hash, TimestampTz now, bool reclaim)
 		return ACT_IN_PROGRESS;
 	if (row->status_code == IDEM_PROCESSING && !reclaim)
 		return ACT_STALE;
+	/* a table before 0.4.0 counts no attempts (attempts 0): no limit */
+	if (max_attempts > 0 && row->attempts >= max_attempts)
+		return ACT_EXHAUST;
 	return ACT_TAKEOVER;
 }
 
@@ -455,6 +461,61 @@ WriteClaim(IdemClaimArgs *a, ClaimAction act, const IdemRow *row, bool reclaim,
 	return ClaimWrite(a, stmt, &args, busy);
 }
 
+/*
+ * The response a key made final by the attempts limit keeps: what it says,
+ * the counts, and the last attempt's response (the failure it stored; null
+ * for a holder whose lease ran out).
+ */
+static Datum
+ExhaustedResponse(const IdemRow *row, int32 max_attempts)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"error\": \"attempts_exhausted\", \"attempts\": %d, \"max_attempts\": %d, \"last_response\": ",
+					 row->attempts, max_attempts);
+	if (row->response != (Datum) 0)
+		appendStringInfoString(&buf, JsonbToCString(NULL, &DatumGetJsonbP(row->response)->root,
+													VARSIZE(DatumGetPointer(row->response))));
+	else
+		appendStringInfoString(&buf, "null");
+	appendStringInfoChar(&buf, '}');
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+}
+
+/*
+ * A takeover with no attempt left: make the key final (IDEM_STMT_EXHAUST),
+ * guarded by the token read, with the key's lock (ClaimWrite); on success
+ * row becomes what was written, for PackRead to answer as a replay.
+ */
+static bool
+ExhaustClaim(IdemClaimArgs *a, IdemRow *row, bool reclaim, TupleDesc desc,
+			 bool *busy)
+{
+	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
+	Datum		response = ExhaustedResponse(row, a->max_attempts);
+	Interval	no_lease = {0};
+	Interval   *lease = a->lease;
+	bool		written;
+
+	IdemArg(&args, IDEM_PARAM_TOKEN, Int64GetDatum(row->token));
+	IdemArg(&args, IDEM_PARAM_RECLAIM, BoolGetDatum(reclaim));
+	IdemArg(&args, IDEM_PARAM_MAX_ATTEMPTS, Int32GetDatum(a->max_attempts));
+	IdemArg(&args, IDEM_PARAM_RESPONSE, response);
+	/* no lease: expires_at (ClaimWrite's) is now + retention */
+	a->lease = &no_lease;
+	written = ClaimWrite(a, IDEM_STMT_EXHAUST, &args, busy);
+	a->lease = lease;
+	if (written)
+	{
+		row->status = IdemStatusValue(TupleDescAttr(desc, CLAIM_STATUS)->atttypid, IDEM_FAILED);
+		row->status_code = IDEM_FAILED;
+		row->retryable = false;
+		row->response = response;
+	}
+	return written;
+}
+
 /* Set one result column (not null) */
 static void
 SetResult(Datum *values, bool *nulls, int col, Datum value)
@@ -554,7 +615,7 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 		if (a->probe && !row.found)
 			return IDEM_OUTCOME_NONE;	/* the caller writes the key itself */
 
-		act = DecideClaim(&row, a->hash, a->now, reclaim);
+		act = DecideClaim(&row, a->hash, a->now, reclaim, a->max_attempts);
 		switch (act)
 		{
 			case ACT_MISMATCH:
@@ -577,6 +638,12 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 				else if (busy)
 					outcome = IDEM_OUTCOME_IN_PROGRESS;
 				/* else a claim committed meanwhile: read it */
+				break;
+			case ACT_EXHAUST:
+				if (ExhaustClaim(a, &row, reclaim, desc, &busy))
+					outcome = IDEM_OUTCOME_REPLAY;
+				else if (busy)
+					outcome = IDEM_OUTCOME_IN_PROGRESS;
 				break;
 		}
 	}

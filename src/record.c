@@ -122,6 +122,8 @@ ReportNoMatch(KeyCall *call)
 			 errmsg("idempotency key is not processing"),
 			 errdetail("Key \"%s\" in scope \"%s\" is %s.", key, scope,
 					   row.status_code == IDEM_COMPLETED ? "completed" : "failed"),
+			 strcmp(call->fname, "idem_resolve") == 0 ?
+			 errhint("An operator settles a processing key, or one the attempts limit made final.") :
 			 errhint("Only a processing claim can be completed, failed, extended, checkpointed or released.")));
 }
 

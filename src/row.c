@@ -108,6 +108,7 @@ typedef enum RowColumn
 	COL_RECOVERY_POINT,
 	COL_RETRYABLE,
 	COL_EXPIRES_AT,
+	COL_ATTEMPTS,				/* 0.4.0 on: optional */
 	ROW_NCOLUMNS
 } RowColumn;
 
@@ -121,6 +122,7 @@ static const char *const row_column_names[ROW_NCOLUMNS] = {
 	[COL_RECOVERY_POINT] = "recovery_point",
 	[COL_RETRYABLE] = "retryable",
 	[COL_EXPIRES_AT] = "expires_at",
+	[COL_ATTEMPTS] = "attempts",
 };
 
 /*
@@ -161,9 +163,9 @@ RowAttnums(TupleDesc desc)
 	{
 		int			attnum = SPI_fnumber(desc, row_column_names[col]);
 
-		if (attnum <= 0)
+		if (attnum <= 0 && col != COL_ATTEMPTS)
 			elog(ERROR, "key row has no column \"%s\"", row_column_names[col]);
-		t->attnums[col] = attnum;
+		t->attnums[col] = Max(attnum, 0);	/* 0: a table without it */
 	}
 	t->ident = ident;
 	return t->attnums;
@@ -199,12 +201,17 @@ DeformKeyRow(Datum d, KeyRow *kr)
 	ReleaseTupleDesc(desc);
 }
 
-/* One column of the key's row */
+/* One column of the key's row; NULL if the table has no such column */
 static Datum
 RowValue(const KeyRow *kr, RowColumn col, bool *isnull)
 {
 	int			i = kr->attnums[col] - 1;
 
+	if (i < 0)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
 	*isnull = kr->nulls[i];
 	return kr->values[i];
 }
@@ -249,6 +256,8 @@ IdemReadRow(IdemRow *row, MemoryContext mcxt)
 	row->recovery_point = isnull ? NULL : DatumGetTextPCopy(d);
 	row->retryable = DatumGetBool(RowValue(&kr, COL_RETRYABLE, &isnull));
 	row->expires_at = DatumGetTimestampTz(RowValue(&kr, COL_EXPIRES_AT, &isnull));
+	d = RowValue(&kr, COL_ATTEMPTS, &isnull);
+	row->attempts = isnull ? 0 : DatumGetInt32(d);
 
 	MemoryContextSwitchTo(old);
 }

@@ -26,6 +26,7 @@
 #define NE		" OPERATOR(pg_catalog.<>) "
 #define LE		" OPERATOR(pg_catalog.<=) "
 #define GT		" OPERATOR(pg_catalog.>) "
+#define GE		" OPERATOR(pg_catalog.>=) "
 #define WHERE_KEY	" WHERE scope" EQ ":scope AND key" EQ ":key"
 #define AND_TOKEN	" AND token" EQ ":token"
 
@@ -120,6 +121,41 @@
 	" THEN LEAST(locked_until, expires_at)" \
 	" ELSE " HELD_DUE_AT " END"
 
+/*
+ * Take over a failed-retryable key, or a processing one whose lease ran
+ * out (when :reclaim); set is what else the table's shape writes.  :token
+ * is the token seen, so a claim that changed the row in between makes this
+ * a no-op.
+ */
+#define TAKEOVER_WHERE \
+	WHERE_KEY AND_TOKEN " AND expires_at" GT ":now" \
+	" AND ((status" EQ "'failed' AND retryable)" \
+	" OR (:reclaim AND status" EQ "'processing' AND locked_until" LE ":now))"
+#define TAKEOVER(set) \
+	"UPDATE " KEYS " SET status = 'processing', token = :new_token," \
+	" locked_until = :lease_end, expires_at = :expires_at," set \
+	" retryable = true, response_code = NULL, response = NULL, updated_at = :now" \
+	TAKEOVER_WHERE " RETURNING token, status, recovery_point"
+
+/* Start afresh on a row past expires_at (a processing one when :reclaim) */
+#define RENEW(set) \
+	"UPDATE " KEYS " SET status = 'processing', token = :new_token," \
+	" locked_until = :lease_end, expires_at = :expires_at," set \
+	" created_at = :now, updated_at = :now, request_hash = :request_hash, retryable = true," \
+	" response_code = NULL, response = NULL, recovery_point = NULL" \
+	WHERE_KEY AND_TOKEN " AND expires_at" LE ":now" \
+	" AND (:reclaim OR status" NE "'processing')" \
+	" RETURNING token, status"
+
+/*
+ * The rows an operator may settle (idem_resolve): processing ones, and
+ * those the attempts limit made final (IDEM_STMT_EXHAUST), whose response
+ * says so.
+ */
+#define AND_SETTLEABLE \
+	" AND status" NE "'completed' AND (status" NE "'failed' OR (NOT retryable" \
+	" AND response OPERATOR(pg_catalog.->>) 'error'" EQ "'attempts_exhausted'))"
+
 static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	/*
 	 * The whole row, one value: executor start-up builds a result type of
@@ -146,24 +182,10 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	 * out (when :reclaim).  :token is the token seen, so a claim that
 	 * changed the row in between makes this a no-op.
 	 */
-	[IDEM_STMT_TAKEOVER] =
-	"UPDATE " KEYS " SET status = 'processing', token = :new_token,"
-	" locked_until = :lease_end, expires_at = :expires_at, due_at = :lease_end,"
-	" retryable = true, response_code = NULL, response = NULL, updated_at = :now"
-	WHERE_KEY AND_TOKEN " AND expires_at" GT ":now"
-	" AND ((status" EQ "'failed' AND retryable)"
-	" OR (:reclaim AND status" EQ "'processing' AND locked_until" LE ":now))"
-	" RETURNING token, status, recovery_point",
+	[IDEM_STMT_TAKEOVER] = TAKEOVER(" due_at = :lease_end, attempts = attempts OPERATOR(pg_catalog.+) 1,"),
 
 	/* Start afresh on a row past expires_at (a processing one when :reclaim) */
-	[IDEM_STMT_RENEW] =
-	"UPDATE " KEYS " SET status = 'processing', token = :new_token,"
-	" locked_until = :lease_end, expires_at = :expires_at, due_at = :lease_end,"
-	" created_at = :now, updated_at = :now, request_hash = :request_hash, retryable = true,"
-	" response_code = NULL, response = NULL, recovery_point = NULL"
-	WHERE_KEY AND_TOKEN " AND expires_at" LE ":now"
-	" AND (:reclaim OR status" NE "'processing')"
-	" RETURNING token, status",
+	[IDEM_STMT_RENEW] = RENEW(" due_at = :lease_end, attempts = 1,"),
 
 	/*
 	 * Record results.  A processing row keeps expires_at = locked_until +
@@ -204,10 +226,10 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	"UPDATE " KEYS " SET status = 'failed', retryable = false, token = :new_token,"
 	" response_code = :response_code, response = :response, locked_until = NULL,"
 	" updated_at = :now, expires_at = :expires_at," DUE_AT_NO_LATER_THAN(":expires_at")
-	WHERE_KEY AND_PROCESSING,
+	WHERE_KEY AND_SETTLEABLE,
 
 	[IDEM_STMT_RESOLVE_RELEASE] =
-	"DELETE FROM " KEYS WHERE_KEY AND_PROCESSING,
+	"DELETE FROM " KEYS WHERE_KEY AND_SETTLEABLE,
 
 	[IDEM_STMT_LOOKUP] =
 	"SELECT * FROM " KEYS WHERE_KEY,
@@ -287,6 +309,28 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	" expires_at, request_hash, response_code, response, due_at)"
 	" VALUES (:scope, :key, 'completed', :new_token, :now, :now,"
 	" :expires_at, :request_hash, :response_code, :response, :expires_at)",
+
+	/*
+	 * A takeover past the attempts limit makes the key final instead:
+	 * failed, not retryable, under a new token (a holder whose lease ran
+	 * out is fenced off), with a response that says so (claim.c builds
+	 * it), kept for the claim's retention.  Guarded as TAKEOVER is, and
+	 * by the count it read.
+	 */
+	[IDEM_STMT_EXHAUST] =
+	"UPDATE " KEYS " SET status = 'failed', retryable = false, token = :new_token,"
+	" locked_until = NULL, response = :response, updated_at = :now,"
+	" expires_at = :expires_at, due_at = :expires_at"
+	TAKEOVER_WHERE " AND attempts" GE ":max_attempts",
+};
+
+/*
+ * The statements that differ on a table of schema 0.3.0 (no attempts
+ * column): takeovers and renewals count nothing.
+ */
+static const char *const stmt_sql_v03[IDEM_NUM_STMTS] = {
+	[IDEM_STMT_TAKEOVER] = TAKEOVER(" due_at = :lease_end,"),
+	[IDEM_STMT_RENEW] = RENEW(" due_at = :lease_end,"),
 };
 
 /*
@@ -311,23 +355,8 @@ static const char *const stmt_sql_v02[IDEM_NUM_STMTS] = {
 	" :now, :now, :expires_at, :request_hash)"
 	" ON CONFLICT (scope, key) DO NOTHING RETURNING token, status",
 
-	[IDEM_STMT_TAKEOVER] =
-	"UPDATE " KEYS " SET status = 'processing', token = :new_token,"
-	" locked_until = :lease_end, expires_at = :expires_at,"
-	" retryable = true, response_code = NULL, response = NULL, updated_at = :now"
-	WHERE_KEY AND_TOKEN " AND expires_at" GT ":now"
-	" AND ((status" EQ "'failed' AND retryable)"
-	" OR (:reclaim AND status" EQ "'processing' AND locked_until" LE ":now))"
-	" RETURNING token, status, recovery_point",
-
-	[IDEM_STMT_RENEW] =
-	"UPDATE " KEYS " SET status = 'processing', token = :new_token,"
-	" locked_until = :lease_end, expires_at = :expires_at,"
-	" created_at = :now, updated_at = :now, request_hash = :request_hash, retryable = true,"
-	" response_code = NULL, response = NULL, recovery_point = NULL"
-	WHERE_KEY AND_TOKEN " AND expires_at" LE ":now"
-	" AND (:reclaim OR status" NE "'processing')"
-	" RETURNING token, status",
+	[IDEM_STMT_TAKEOVER] = TAKEOVER(""),
+	[IDEM_STMT_RENEW] = RENEW(""),
 
 	[IDEM_STMT_COMPLETE] =
 	"UPDATE " KEYS " SET status = 'completed', response_code = :response_code,"
@@ -369,15 +398,16 @@ static const char *const stmt_sql_v02[IDEM_NUM_STMTS] = {
 	" :expires_at, :request_hash, :response_code, :response)",
 };
 
-/*
- * The text of statement stmt for a table with (due_at) or without the
- * due_at column of 0.3.0.
- */
+/* The text of statement stmt for a table of this shape */
 const char *
-IdemStatementText(IdemStmt stmt, bool due_at)
+IdemStatementText(IdemStmt stmt, IdemKeysShape shape)
 {
-	if (!due_at && stmt_sql_v02[stmt] != NULL)
+	if (shape == IDEM_KEYS_020 && stmt_sql_v02[stmt] != NULL)
 		return stmt_sql_v02[stmt];
+	if (shape <= IDEM_KEYS_030 && stmt_sql_v03[stmt] != NULL)
+		return stmt_sql_v03[stmt];
+	if (shape < IDEM_KEYS_040 && stmt == IDEM_STMT_EXHAUST)
+		elog(ERROR, "statement %d needs the table of 0.4.0", (int) stmt);
 	if (stmt_sql[stmt] == NULL)
 		elog(ERROR, "statement %d has no text for this table's shape", (int) stmt);
 	return stmt_sql[stmt];

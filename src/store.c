@@ -80,6 +80,7 @@ static const struct
 	[IDEM_PARAM_BATCH_SIZE] = {"batch_size", INT8OID},
 	[IDEM_PARAM_STAMPED] = {"stamped", TIMESTAMPTZOID},
 	[IDEM_PARAM_SHIFT] = {"shift", FLOAT8OID},
+	[IDEM_PARAM_MAX_ATTEMPTS] = {"max_attempts", INT4OID},
 };
 
 /* Parameters one statement uses at most */
@@ -98,14 +99,14 @@ static Oid	plans_nspid = InvalidOid;
 static SavedStmt saved[IDEM_NUM_STMTS];
 
 /*
- * The table, and whether it has the due_at column of 0.3.0: both looked
+ * The table, and its shape (which release's columns it has): both looked
  * up again after a relcache invalidation of the table (ALTER EXTENSION ...
  * UPDATE changes it, DROP EXTENSION drops it), and then the saved plans
  * are made again from the other texts if its shape changed.
  */
 static Oid	keys_relid = InvalidOid;
 static bool keys_shape_known = false;
-static bool keys_have_due_at = true;
+static IdemKeysShape keys_shape = IDEM_KEYS_040;
 static bool keys_have_lock_function = true;	/* idem_key_lock(), 0.4.0 on */
 static bool keys_callback = false;
 
@@ -126,7 +127,7 @@ KeysInvalidate(Datum arg, Oid relid)
 static const char *
 StmtSql(IdemStmt stmt)
 {
-	return IdemStatementText(stmt, keys_have_due_at);
+	return IdemStatementText(stmt, keys_shape);
 }
 
 /* Forget every saved plan */
@@ -262,24 +263,24 @@ IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
 }
 
 /*
- * Does idempotency_keys in schema nspid have due_at (schema 0.3.0 and
- * later)?  When this changes, or Citus comes or goes (IdemPlanOptions),
- * the saved plans are made again.
+ * The shape of idempotency_keys in schema nspid.  When it changes, or
+ * Citus comes or goes (IdemPlanOptions), the saved plans are made again.
  */
-bool
-IdemKeysHaveDueAt(Oid nspid)
+static IdemKeysShape
+KeysShape(Oid nspid)
 {
 	if (!keys_shape_known || plans_nspid != nspid)
 	{
 		Oid			relid = IdemKeysRelid(nspid);
-		bool		has = get_attnum(relid, "due_at") != InvalidAttrNumber;
+		IdemKeysShape shape = get_attnum(relid, "attempts") != InvalidAttrNumber ? IDEM_KEYS_040 :
+			get_attnum(relid, "due_at") != InvalidAttrNumber ? IDEM_KEYS_030 : IDEM_KEYS_020;
 		int			options = PlanOptionsNow();
 
 		CheckRowSecurityInPlace(nspid, relid);
 
-		if (has != keys_have_due_at || options != plans_options)
+		if (shape != keys_shape || options != plans_options)
 			FreePlans();
-		keys_have_due_at = has;
+		keys_shape = shape;
 		keys_have_lock_function =
 			OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nspid)),
 												 makeString("idem_key_lock")),
@@ -288,7 +289,21 @@ IdemKeysHaveDueAt(Oid nspid)
 		/* an invalidation taken in get_attnum cleared keys_relid: ask again next time */
 		keys_shape_known = (keys_relid == relid);
 	}
-	return keys_have_due_at;
+	return keys_shape;
+}
+
+/* Does idempotency_keys in schema nspid have due_at (0.3.0 on)? */
+bool
+IdemKeysHaveDueAt(Oid nspid)
+{
+	return KeysShape(nspid) >= IDEM_KEYS_030;
+}
+
+/* Does idempotency_keys in schema nspid count attempts (0.4.0 on)? */
+bool
+IdemKeysHaveAttempts(Oid nspid)
+{
+	return KeysShape(nspid) >= IDEM_KEYS_040;
 }
 
 /*

@@ -38,6 +38,7 @@ typedef enum IdemStmt
 	IDEM_STMT_RESTAMP,
 	IDEM_STMT_EXPIRE_DUE,
 	IDEM_STMT_EXPIRE_DUE_RECLAIM,
+	IDEM_STMT_EXHAUST,			/* 0.4.0's table on */
 	IDEM_NUM_STMTS
 } IdemStmt;
 
@@ -60,6 +61,7 @@ typedef struct IdemRow
 	text	   *recovery_point; /* NULL when none */
 	bool		retryable;
 	TimestampTz expires_at;
+	int32		attempts;		/* 0 on a table before 0.4.0 (no such column) */
 } IdemRow;
 
 /*
@@ -89,6 +91,7 @@ typedef enum IdemParam
 	IDEM_PARAM_BATCH_SIZE,		/* int8: rows at most */
 	IDEM_PARAM_STAMPED,			/* timestamptz: the time a write was stamped with */
 	IDEM_PARAM_SHIFT,			/* float8: seconds its times move forward */
+	IDEM_PARAM_MAX_ATTEMPTS,	/* int4: attempts allowed */
 	IDEM_NUM_PARAMS
 } IdemParam;
 
@@ -138,14 +141,23 @@ IdemKeyArgs(text *scope, text *key)
 	return args;
 }
 
+/* The shape of idempotency_keys: the release whose columns it has */
+typedef enum IdemKeysShape
+{
+	IDEM_KEYS_020,				/* 0.1.0 and 0.2.0: no due_at */
+	IDEM_KEYS_030,				/* due_at, no attempts */
+	IDEM_KEYS_040				/* attempts */
+} IdemKeysShape;
+
 /* statements.c */
-extern const char *IdemStatementText(IdemStmt stmt, bool due_at);
+extern const char *IdemStatementText(IdemStmt stmt, IdemKeysShape shape);
 
 /* store.c */
 extern Oid	IdemNamespaceOf(FunctionCallInfo fcinfo);
 extern TupleDesc IdemResultDesc(FunctionCallInfo fcinfo);
 extern Oid	IdemKeysRelid(Oid nspid);
 extern bool IdemKeysHaveDueAt(Oid nspid);
+extern bool IdemKeysHaveAttempts(Oid nspid);
 extern bool IdemKeyLockFunctionExists(Oid nspid);
 extern int	IdemPlanOptions(Oid nspid);
 extern int	IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls,

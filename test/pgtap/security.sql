@@ -473,10 +473,10 @@ SELECT is((SELECT count(*) FROM public.idempotency_keys WHERE scope = 'sec-tap_s
           0::bigint, 'idem_resolve release and idem_expire deleted the real rows');
 
 /* Positive control: the same path does hijack plain unqualified SQL */
-INSERT INTO hostile.idempotency_keys (scope, key, status, retryable, token, created_at, updated_at, expires_at, due_at)
-VALUES ('marker', 'hostile', 'completed', false, 0, now(), now(), now(), now());
-INSERT INTO pg_temp.idempotency_keys (scope, key, status, retryable, token, created_at, updated_at, expires_at, due_at)
-VALUES ('marker', 'temp', 'completed', false, 0, now(), now(), now(), now());
+INSERT INTO hostile.idempotency_keys (scope, key, status, retryable, token, created_at, updated_at, expires_at, due_at, attempts)
+VALUES ('marker', 'hostile', 'completed', false, 0, now(), now(), now(), now(), 1);
+INSERT INTO pg_temp.idempotency_keys (scope, key, status, retryable, token, created_at, updated_at, expires_at, due_at, attempts)
+VALUES ('marker', 'temp', 'completed', false, 0, now(), now(), now(), now(), 1);
 SET LOCAL ROLE tap_sec_app;
 SET LOCAL search_path = hostile, pg_catalog, public;
 DO $control$

@@ -100,6 +100,9 @@ foreach my $v (@versions)
 		'0', "$v -> $default: every old row is due, without a rewrite of the table")
 		unless $had_due_at;
 
+	is($node->safe_psql($db, q{SELECT count(*) FILTER (WHERE attempts <> 1) FROM idempotency_keys}),
+		'0', "$v -> $default: every old row counts one attempt");
+
 	# the updated extension works on the old rows
 	is($node->safe_psql($db,
 		q{SELECT outcome || ' ' || response_code || ' ' || response FROM idem_claim('completed', '{"amount": 300}', 's1')}),
@@ -107,6 +110,8 @@ foreach my $v (@versions)
 	is($node->safe_psql($db,
 		q{SELECT outcome || ' ' || recovery_point FROM idem_claim('stale', NULL, 's1')}),
 		'reclaimed step-2', "$v -> $default: a stale claim is reclaimed with its recovery point");
+	is($node->safe_psql($db, q{SELECT attempts FROM idem_lookup('stale', 's1')}),
+		'2', "$v -> $default: the takeover counts a second attempt");
 	is($node->safe_psql($db,
 		q{SELECT outcome FROM idem_claim('processing', '{"a": 1}', 's1')}),
 		'in_progress', "$v -> $default: a live claim is in progress");
