@@ -241,9 +241,8 @@ COMMENT ON COLUMN idempotency_keys.attempts IS
  * idem_claim gains await_result (wait that long for a claim in flight to
  * finish, and answer as a duplicate of the finished request) and
  * max_attempts (a takeover past it makes the key final instead).  A new
- * signature, so the function is made again: its grants with it, and, on
- * a Citus coordinator where the key functions are delegated
- * (idem_distribute; idem_complete stands for them), its delegation.
+ * signature, so the function is made again, with its grants (on Citus,
+ * see below).
  */
 DROP FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean);
 CREATE FUNCTION idem_claim(
@@ -270,25 +269,6 @@ COMMENT ON FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean, i
 REVOKE ALL ON FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer) TO idempotency_app;
 
-DO $delegate$
-DECLARE
-    delegated boolean := false;
-BEGIN
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_object') IS NOT NULL THEN
-        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_object o, pg_catalog.pg_dist_local_group g'
-                ' WHERE g.groupid OPERATOR(pg_catalog.=) 0'
-                ' AND o.classid OPERATOR(pg_catalog.=) ''pg_catalog.pg_proc''::pg_catalog.regclass'
-                ' AND o.objid OPERATOR(pg_catalog.=) $1 AND o.distribution_argument_index IS NOT NULL)'
-            INTO delegated
-            USING '@extschema@.idem_complete(text,integer,jsonb,text,bigint)'::pg_catalog.regprocedure;
-    END IF;
-    IF delegated THEN
-        EXECUTE 'SELECT pg_catalog.create_distributed_function($1, ''scope'', colocate_with => $2)'
-            USING '@extschema@.idem_claim(text,jsonb,text,interval,interval,boolean,interval,integer)'::pg_catalog.regprocedure,
-                  '@extschema@.idempotency_keys';
-    END IF;
-END
-$delegate$;
 
 /*
  * idem_distribute delegates every key function the extension has (a C
@@ -368,3 +348,79 @@ COMMENT ON FUNCTION idem_distribute(regclass, boolean) IS
     'Citus: distributes idempotency_keys by scope, co-located with colocate_with, and (delegate) each key function by its scope argument';
 REVOKE ALL ON FUNCTION idem_distribute(regclass, boolean) FROM PUBLIC;
 
+
+-- Batches (issue 30)
+
+/*
+ * Claim many keys of one scope in one call: a row per key, in the order
+ * given, each what idem_claim would have answered it had the keys been
+ * claimed one by one in that order; a key used with another request
+ * answers outcome mismatch instead of failing the call (src/batch.c).  One
+ * scope, so that on Citus the batch lies on one shard and a delegated call
+ * runs where its keys are.
+ */
+CREATE FUNCTION idem_claim_batch(
+    keys text[],
+    requests jsonb[] DEFAULT NULL,
+    scope text DEFAULT '',
+    lease interval DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    wait boolean DEFAULT true,
+    max_attempts integer DEFAULT NULL,
+    OUT key text,
+    OUT outcome text,
+    OUT token bigint,
+    OUT status idempotency_status,
+    OUT response_code integer,
+    OUT response jsonb,
+    OUT retry_after interval,
+    OUT recovery_point text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'idem_claim_batch'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION idem_claim_batch(text[], jsonb[], text, interval, interval, boolean, integer) IS
+    'Claims many keys of one scope: a row per key, in the order given, as idem_claim would answer each; outcome mismatch for a key used with another request';
+REVOKE ALL ON FUNCTION idem_claim_batch(text[], jsonb[], text, interval, interval, boolean, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem_claim_batch(text[], jsonb[], text, interval, interval, boolean, integer) TO idempotency_app;
+
+/* Complete many keys of one scope in one call, all or nothing */
+CREATE FUNCTION idem_complete_batch(
+    keys text[],
+    response_codes integer[],
+    responses jsonb[],
+    scope text DEFAULT '',
+    tokens bigint[] DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'idem_complete_batch'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION idem_complete_batch(text[], integer[], jsonb[], text, bigint[]) IS
+    'idem_complete of each key of one scope, all or nothing; tokens NULL (or an element NULL) for keys this transaction claimed';
+REVOKE ALL ON FUNCTION idem_complete_batch(text[], integer[], jsonb[], text, bigint[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem_complete_batch(text[], integer[], jsonb[], text, bigint[]) TO idempotency_app;
+
+/*
+ * On a Citus coordinator whose key functions are delegated (idem_complete
+ * stands for them), idem_claim, made again above, and the batch functions
+ * are not: create_distributed_function() here would reach the workers
+ * before their own update has made the functions, and fail.  Calls of
+ * them run on the coordinator, their statements routed to the shards,
+ * until idem_distribute() is called again (README, Scaling out).
+ */
+DO $delegate$
+DECLARE
+    delegated boolean := false;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_object') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_object o, pg_catalog.pg_dist_local_group g'
+                ' WHERE g.groupid OPERATOR(pg_catalog.=) 0'
+                ' AND o.classid OPERATOR(pg_catalog.=) ''pg_catalog.pg_proc''::pg_catalog.regclass'
+                ' AND o.objid OPERATOR(pg_catalog.=) $1 AND o.distribution_argument_index IS NOT NULL)'
+            INTO delegated
+            USING '@extschema@.idem_complete(text,integer,jsonb,text,bigint)'::pg_catalog.regprocedure;
+    END IF;
+    IF delegated THEN
+        RAISE NOTICE 'idem_claim and the batch functions are not delegated to the workers yet'
+            USING HINT = 'After the update, call SELECT idem_distribute(); on the coordinator: it delegates every key function.';
+    END IF;
+END
+$delegate$;

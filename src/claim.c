@@ -102,6 +102,7 @@ static const struct
 	[IDEM_OUTCOME_IN_PROGRESS] = {"in_progress", IDEM_STAT_CLAIM_IN_PROGRESS},
 	[IDEM_OUTCOME_RECLAIMED] = {"reclaimed", IDEM_STAT_CLAIM_RECLAIMED},
 	[IDEM_OUTCOME_STALE] = {"stale", IDEM_STAT_CLAIM_STALE},
+	[IDEM_OUTCOME_MISMATCH] = {"mismatch", IDEM_STAT_MISMATCH},
 };
 
 /* An outcome as idem_claim's outcome column shows it */
@@ -619,7 +620,9 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 		switch (act)
 		{
 			case ACT_MISMATCH:
-				ReportMismatch(a);
+				if (!a->answer_mismatch)
+					ReportMismatch(a);	/* does not return */
+				outcome = IDEM_OUTCOME_MISMATCH;
 				break;
 			case ACT_REPLAY:
 				outcome = IDEM_OUTCOME_REPLAY;
@@ -670,7 +673,26 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 				  int requestarg, int scopearg, Interval *lease,
 				  Interval *retention, bool wait, IdemClaimArgs *a)
 {
-	IdemGetKeyArgs(fcinfo, keyarg, scopearg, &a->key, &a->scope);
+	text	   *key;
+	text	   *scope;
+
+	IdemGetKeyArgs(fcinfo, keyarg, scopearg, &key, &scope);
+	IdemClaimArgsInit(fcinfo, fname, key, scope, lease, retention, wait, a);
+	a->hash = PG_ARGISNULL(requestarg) ? NULL : IdemHashJsonb(PG_GETARG_DATUM(requestarg));
+}
+
+/*
+ * The same, but for a key and scope already checked, and without the
+ * request (a->hash NULL): the arguments a batch's claims share.
+ */
+void
+IdemClaimArgsInit(FunctionCallInfo fcinfo, const char *fname, text *key,
+				  text *scope, Interval *lease, Interval *retention, bool wait,
+				  IdemClaimArgs *a)
+{
+	memset(a, 0, sizeof(IdemClaimArgs));
+	a->key = key;
+	a->scope = scope;
 	a->lease = lease ? lease : IdemSecondsInterval(idem_lease_seconds);
 	a->retention = retention ? retention : IdemSecondsInterval(idem_retention_seconds);
 	/*
@@ -683,14 +705,31 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 	IdemCheckInterval(a->retention, "retention", IdemTimePlus(a->now, a->lease),
 					  a->key, a->scope);
 	a->wait = wait;
-	a->probe = false;
 	a->max_attempts = idem_max_attempts;
-	a->await_result = NULL;
 
 	PreventCommandIfReadOnly(psprintf("%s()", fname));
 
-	a->hash = PG_ARGISNULL(requestarg) ? NULL : IdemHashJsonb(PG_GETARG_DATUM(requestarg));
 	a->nspid = IdemNamespaceOf(fcinfo);
+}
+
+/*
+ * The max_attempts argument argno, when the call has it and it is not
+ * NULL, into a->max_attempts (else the setting stays there).
+ */
+int32
+IdemMaxAttemptsArg(FunctionCallInfo fcinfo, int argno, IdemClaimArgs *a)
+{
+	if (PG_NARGS() > argno && !PG_ARGISNULL(argno))
+	{
+		a->max_attempts = PG_GETARG_INT32(argno);
+		if (a->max_attempts < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_attempts must not be negative"),
+					 errhint("0 means no limit."),
+					 IdemErrdetailKey(a->key, a->scope)));
+	}
+	return a->max_attempts;
 }
 
 /*
@@ -716,16 +755,7 @@ idem_claim(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("wait must not be null"),
 				 IdemErrdetailKey(a.key, a.scope)));
-	if (PG_NARGS() > 7 && !PG_ARGISNULL(7))
-	{
-		a.max_attempts = PG_GETARG_INT32(7);
-		if (a.max_attempts < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("max_attempts must not be negative"),
-					 errhint("0 means no limit."),
-					 IdemErrdetailKey(a.key, a.scope)));
-	}
+	(void) IdemMaxAttemptsArg(fcinfo, 7, &a);
 	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -36,6 +36,7 @@ typedef struct IdemClaimArgs
 	bool		probe;			/* IDEM_OUTCOME_NONE, writing nothing, if no row */
 	int32		max_attempts;	/* takeovers past this many attempts end the key; 0: no limit */
 	Interval   *await_result;	/* wait this long for a claim in flight; NULL: not at all */
+	bool		answer_mismatch;	/* IDEM_OUTCOME_MISMATCH rather than ERROR IK001 */
 	Oid			nspid;
 	TimestampTz now;			/* the time the claim is made at */
 } IdemClaimArgs;
@@ -44,6 +45,10 @@ extern void IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname,
 							  int keyarg, int requestarg, int scopearg,
 							  Interval *lease, Interval *retention, bool wait,
 							  IdemClaimArgs *a);
+extern void IdemClaimArgsInit(FunctionCallInfo fcinfo, const char *fname,
+							  text *key, text *scope, Interval *lease,
+							  Interval *retention, bool wait, IdemClaimArgs *a);
+extern int32 IdemMaxAttemptsArg(FunctionCallInfo fcinfo, int argno, IdemClaimArgs *a);
 /* What a claim answers (idem_claim's outcome column) */
 typedef enum IdemOutcome
 {
@@ -53,6 +58,7 @@ typedef enum IdemOutcome
 	IDEM_OUTCOME_IN_PROGRESS,
 	IDEM_OUTCOME_RECLAIMED,
 	IDEM_OUTCOME_STALE,
+	IDEM_OUTCOME_MISMATCH,		/* only with answer_mismatch (batches) */
 	IDEM_NUM_OUTCOMES
 } IdemOutcome;
 

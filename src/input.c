@@ -20,6 +20,7 @@
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/rls.h"
@@ -299,4 +300,50 @@ IdemCheckInterval(Interval *iv, const char *what, TimestampTz now,
 						   DatumGetCString(DirectFunctionCall1(interval_out,
 															   IntervalPGetDatum(iv)))),
 				 errhint("It is added to the current time, months as the calendar counts them.")));
+}
+
+/*
+ * The elements of array argument argno of a batch call (what names it in
+ * errors): one-dimensional, at most IDEM_BATCH_MAX_KEYS of them.
+ */
+int
+IdemArrayArg(FunctionCallInfo fcinfo, int argno, const char *what, Oid elemtype,
+			 Datum **elems, bool **nulls)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(argno);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array", what)));
+	if (ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array)) > IDEM_BATCH_MAX_KEYS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a batch holds at most %d keys", IDEM_BATCH_MAX_KEYS),
+				 errdetail("%s has %d elements.", what,
+						   ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array))),
+				 errhint("Split the keys into several batches.")));
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(array, elemtype, typlen, typbyval, typalign, elems, nulls, &n);
+	return n;
+}
+
+/*
+ * Keys in byte order, the order a batch claims and completes them in, so
+ * that two batches sharing keys take their locks in the same order.
+ */
+int
+IdemCompareKeys(text *x, text *y)
+{
+	int			lx = VARSIZE_ANY_EXHDR(x);
+	int			ly = VARSIZE_ANY_EXHDR(y);
+	int			c = memcmp(VARDATA_ANY(x), VARDATA_ANY(y), Min(lx, ly));
+
+	if (c != 0)
+		return c;
+	return (lx > ly) - (lx < ly);
 }

@@ -22,4 +22,11 @@ extern int	IdemErrdetailKey(text *key, text *scope);
 extern void IdemCheckResponse(Datum response, text *key, text *scope);
 extern void IdemCheckRecoveryPoint(text *recovery_point, text *key, text *scope);
 
+/* Keys in one batch at most: bounds its memory and its sort's time */
+#define IDEM_BATCH_MAX_KEYS 10000
+
+extern int	IdemCompareKeys(text *x, text *y);
+extern int	IdemArrayArg(FunctionCallInfo fcinfo, int argno, const char *what,
+						 Oid elemtype, Datum **elems, bool **nulls);
+
 #endif							/* IDEMPOTENCY_INPUT_H */

@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "tcop/utility.h"
@@ -37,6 +38,7 @@ PG_FUNCTION_INFO_V1(idem_release);
 PG_FUNCTION_INFO_V1(idem_checkpoint);
 PG_FUNCTION_INFO_V1(idem_resolve);
 PG_FUNCTION_INFO_V1(idem_lookup);
+PG_FUNCTION_INFO_V1(idem_complete_batch);
 
 /* The key a call is about, and the holder's token */
 typedef struct KeyCall
@@ -207,6 +209,147 @@ idem_complete(PG_FUNCTION_ARGS)
 	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, &args, NULL);
 	IdemFinish(pin);
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
+	PG_RETURN_VOID();
+}
+
+/* The elements of a batch's array argument, or NULLs when it is NULL */
+static void
+BatchColumn(FunctionCallInfo fcinfo, int argno, const char *what, Oid type,
+			int n, Datum **elems, bool **nulls)
+{
+	if (PG_ARGISNULL(argno))
+	{
+		*elems = palloc0(sizeof(Datum) * Max(n, 1));
+		*nulls = palloc(sizeof(bool) * Max(n, 1));
+		memset(*nulls, true, sizeof(bool) * Max(n, 1));
+	}
+	else if (IdemArrayArg(fcinfo, argno, what, type, elems, nulls) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must have one element per key", what)));
+}
+
+/* One key of idem_complete_batch, and its place in the call */
+typedef struct BatchKey
+{
+	KeyCall		call;
+	int			index;
+} BatchKey;
+
+/* Keys in byte order, as idem_claim_batch claims them */
+static int
+CompareBatchKeys(const void *p, const void *q)
+{
+	const BatchKey *x = (const BatchKey *) p;
+	const BatchKey *y = (const BatchKey *) q;
+	int			c = IdemCompareKeys(x->call.key, y->call.key);
+
+	if (c != 0)
+		return c;
+	return (x->index > y->index) - (x->index < y->index);
+}
+
+static void
+BatchKeyContext(void *arg)
+{
+	const BatchKey *k = (const BatchKey *) arg;
+
+	errcontext("key %d of the batch, \"%s\"", k->index + 1, IdemKeyForMessage(k->call.key));
+}
+
+/*
+ * idem_complete_batch(keys, response_codes, responses, scope, tokens):
+ * idem_complete of each key, in key order (as idem_claim_batch claims), all
+ * or nothing: the first key that cannot be completed raises its error
+ * (IK002 to IK005), naming it, and the caller's transaction rolls back.
+ */
+Datum
+idem_complete_batch(PG_FUNCTION_ARGS)
+{
+	Datum	   *keys,
+			   *codes,
+			   *responses,
+			   *tokens;
+	bool	   *key_nulls,
+			   *code_nulls,
+			   *response_nulls,
+			   *token_nulls;
+	BatchKey   *batch;
+	text	   *scope;
+	Oid			nspid;
+	int			n;
+	int			pin;
+	ErrorContextCallback context;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("keys must not be null")));
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("idempotency scope must not be null"),
+				 errhint("The default scope is the empty string.")));
+	scope = PG_GETARG_TEXT_PP(3);
+	IdemValidateKey(scope, "scope");
+	n = IdemArrayArg(fcinfo, 0, "keys", TEXTOID, &keys, &key_nulls);
+	BatchColumn(fcinfo, 1, "response_codes", INT4OID, n, &codes, &code_nulls);
+	BatchColumn(fcinfo, 2, "responses", JSONBOID, n, &responses, &response_nulls);
+	BatchColumn(fcinfo, 4, "tokens", INT8OID, n, &tokens, &token_nulls);
+	PreventCommandIfReadOnly("idem_complete_batch()");
+	nspid = IdemNamespaceOf(fcinfo);
+
+	batch = palloc0(sizeof(BatchKey) * Max(n, 1));
+	context.callback = BatchKeyContext;
+	context.previous = error_context_stack;
+	error_context_stack = &context;
+	for (int i = 0; i < n; i++)
+	{
+		KeyCall    *call = &batch[i].call;
+
+		batch[i].index = i;
+		if (key_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("idempotency key must not be null"),
+					 errdetail("Key %d of the batch is null.", i + 1)));
+		call->fname = "idem_complete_batch";
+		call->key = DatumGetTextPP(keys[i]);
+		call->scope = scope;
+		call->nspid = nspid;
+		context.arg = &batch[i];
+		IdemValidateKey(call->key, "key");
+		if (!response_nulls[i])
+			IdemCheckResponse(responses[i], call->key, scope);
+		call->token_given = !token_nulls[i];
+		if (call->token_given)
+			call->token = DatumGetInt64(tokens[i]);
+		else if (IdemRecallClaim(scope, call->key, &call->token))
+			call->token_given = true;
+	}
+	qsort(batch, n, sizeof(BatchKey), CompareBatchKeys);
+
+	pin = IdemConnect();
+	for (int i = 0; i < n; i++)
+	{
+		int			k = batch[i].index;
+		IdemArgs	args = {.given = 0};
+
+		CHECK_FOR_INTERRUPTS();
+		context.arg = &batch[i];
+		if (code_nulls[k])
+			IdemArgNull(&args, IDEM_PARAM_RESPONSE_CODE);
+		else
+			IdemArg(&args, IDEM_PARAM_RESPONSE_CODE, codes[k]);
+		if (response_nulls[k])
+			IdemArgNull(&args, IDEM_PARAM_RESPONSE);
+		else
+			IdemArg(&args, IDEM_PARAM_RESPONSE, responses[k]);
+		ExecuteHolderCall(&batch[i].call, IDEM_STMT_COMPLETE, &args, NULL);
+	}
+	IdemFinish(pin);
+	error_context_stack = context.previous;
+	IdemStatsAdd(IDEM_STAT_COMPLETE, n);
 	PG_RETURN_VOID();
 }
 

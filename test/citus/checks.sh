@@ -383,6 +383,31 @@ else
 	notok citus/exactly-once-execute "pgbench ok: $([ "$rc" -eq 0 ] && echo yes || echo no); $res" "$(pgbench_failures execute)"
 fi
 
+# 8b. batches: 100 keys of one scope (one shard) claimed in one call from
+# the coordinator (delegated: one round trip to the worker holding the
+# shard) and from worker2 (which does not hold it: each statement is
+# routed), completed in one call with the tokens, then replayed
+S_BATCH=$(scope_on worker1 sb-)
+check_batch()
+{
+	local from=$1 prefix=$2 got
+	got=$(q "$from" -At -v ON_ERROR_STOP=1 \
+		-c "CREATE TEMP TABLE b AS SELECT key, outcome, token FROM idem_claim_batch(ARRAY(SELECT '$prefix' || i FROM generate_series(1, 100) i), scope => '$S_BATCH')" \
+		-c "SELECT idem_complete_batch((SELECT array_agg(key ORDER BY key) FROM b), array_fill(201, ARRAY[100]), NULL, '$S_BATCH', (SELECT array_agg(token ORDER BY key) FROM b))" \
+		-c "SELECT (SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) n FROM b GROUP BY 1) o)
+			|| ' then ' || (SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) n
+				FROM idem_claim_batch(ARRAY(SELECT '$prefix' || i FROM generate_series(1, 100) i), scope => '$S_BATCH') GROUP BY 1) o)
+			|| ', ' || (SELECT count(*) FROM idempotency_keys WHERE scope = '$S_BATCH' AND key LIKE '$prefix%' AND status = 'completed') || ' completed'" 2>&1)
+	got=$(printf '%s\n' "$got" | grep -v '^$' | tail -n 1)
+	if [ "$got" = "new 100 then replay 100, 100 completed" ]; then
+		ok "citus/batch-$from (100 keys of scope $S_BATCH on $(shard_node "$S_BATCH") claimed, completed and replayed in three calls from $from)"
+	else
+		notok "citus/batch-$from" "wanted: new 100 then replay 100, 100 completed; got: $got"
+	fi
+}
+check_batch coordinator bc-
+check_batch worker2 bw-
+
 # 9. same-tenant claim + payment + complete: one worker, one-phase commit
 S_PC=$(scope_on worker2 pc-)
 q coordinator -v s="$S_PC" >"$OUT/one-phase.log" 2>&1 <<'SQL'
@@ -1016,7 +1041,7 @@ ROWS="SELECT count(*) || ' rows ' || md5(string_agg(row(scope, key, status, retr
 check_upgrade()
 {
 	local check=citus/upgrade QDB=$UPGRADE_DB log=$OUT/upgrade.log n s s1 s2 t1 t2 rows seqs
-	local fresh_shards fresh_table got due bad=()
+	local fresh_shards fresh_table fresh got due bad=()
 	local -A logpos
 	for n in coordinator worker1 worker2; do logpos[$n]=$(stat -c %s "$DIR/$n/server.log"); done
 	# every node as 0.2.0's README had it: citus and idempotency 0.2.0 in
@@ -1114,6 +1139,18 @@ check_upgrade()
 		got=$(qv "$n" "$funcs" 2>&1)
 		[ "$got" = "$fresh_funcs" ] || bad+=("$n's functions: $got" "a fresh install's: $fresh_funcs")
 	done
+	# the README's step after the update: idem_distribute() delegates every
+	# key function, those the update made (idem_claim, the batches) among them
+	local delegated="SELECT string_agg(objid::regprocedure::text, ', ' ORDER BY objid::regprocedure::text)
+		FROM pg_dist_object WHERE distribution_argument_index IS NOT NULL"
+	if q coordinator -c "SELECT idem_distribute()" >>"$log" 2>&1; then
+		got=$(qv coordinator "$delegated" 2>&1)
+		fresh=$(QDB=postgres qv coordinator "$delegated" 2>&1)
+		[ "$got" = "$fresh" ] && [[ $got == *idem_claim_batch* ]] ||
+			bad+=("delegated after idem_distribute(): $got" "a fresh install's: $fresh")
+	else
+		bad+=("idem_distribute() after the update failed: $(tail -n 1 "$log")")
+	fi
 	# one expiry pass on each worker's shards gives every old row its due
 	# time (the lease end while processing, expires_at after) and fails the
 	# stale claims

@@ -1,0 +1,114 @@
+-- idem_claim_batch / idem_complete_batch: many keys of one scope in one call.
+\set SHOW_CONTEXT errors
+SET idempotency.lease = '1h';
+
+-- one row per key, in the order given, new keys claimed with tokens
+SELECT key, outcome, token > 0 AS has_token, status
+FROM idem_claim_batch(ARRAY['b-3', 'b-1', 'b-2'], scope => 'bat');
+SELECT count(*) FROM idempotency_keys WHERE scope = 'bat' AND status = 'processing';
+
+-- every answer is what idem_claim gives when the keys come one by one in
+-- that order: the same states in two scopes, a batch in one, single
+-- claims in the other (completed, failed retryable with a recovery point,
+-- a claim in flight, the same key twice, a new key, a request mismatch)
+CREATE FUNCTION batch_states(s text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE t bigint;
+BEGIN
+    PERFORM idem_claim('done', '{"a": 1}', s);
+    PERFORM idem_complete('done', 201, '{"id": 1}', s);
+    SELECT token INTO t FROM idem_claim('retry', '{"a": 2}', s);
+    PERFORM idem_checkpoint('retry', 'step-2', s, t);
+    PERFORM idem_fail('retry', s, t, 502, '{"error": "down"}');
+    PERFORM idem_claim('busy', '{"a": 3}', s);
+END $$;
+SELECT batch_states('bat-batch'), batch_states('bat-single');
+CREATE TEMP TABLE inputs (i int, k text, r jsonb);
+INSERT INTO inputs VALUES (1, 'new', '{"a": 0}'), (2, 'done', '{"a": 1}'), (3, 'retry', '{"a": 2}'),
+    (4, 'busy', '{"a": 3}'), (5, 'new', '{"a": 0}'), (6, 'done', '{"a": 9}'), (7, 'retry', '{"a": 2}');
+CREATE TEMP TABLE single AS SELECT 0 AS i, NULL::text AS answer LIMIT 0;
+DO $$
+DECLARE r record; a text;
+BEGIN
+    FOR r IN SELECT * FROM inputs ORDER BY i LOOP
+        BEGIN
+            SELECT concat_ws(' ', outcome, token IS NOT NULL, status, response_code, response, recovery_point)
+              INTO a FROM idem_claim(r.k, r.r, 'bat-single');
+        EXCEPTION WHEN SQLSTATE 'IK001' THEN
+            a := 'mismatch';
+        END;
+        INSERT INTO single VALUES (r.i, a);
+    END LOOP;
+END $$;
+SELECT b.ord AS i, b.key, concat_ws(' ', b.outcome, b.token IS NOT NULL, b.status, b.response_code, b.response, b.recovery_point) AS batch,
+       s.answer AS single
+FROM idem_claim_batch((SELECT array_agg(k ORDER BY i) FROM inputs), (SELECT array_agg(r ORDER BY i) FROM inputs),
+                      'bat-batch') WITH ORDINALITY AS b(key, outcome, token, status, response_code, response, retry_after, recovery_point, ord)
+JOIN single s ON s.i = b.ord ORDER BY b.ord;
+-- the mismatch was answered (the stored request is not shown) and the rows match
+SELECT (SELECT array_agg(row(key, status, retryable, response_code, response, request_hash, recovery_point, attempts)::text ORDER BY key)
+          FROM idempotency_keys WHERE scope = 'bat-batch')
+     = (SELECT array_agg(row(key, status, retryable, response_code, response, request_hash, recovery_point, attempts)::text ORDER BY key)
+          FROM idempotency_keys WHERE scope = 'bat-single') AS same_rows;
+
+-- a batch consumer: claim, work, complete the batch, commit; a redelivery replays
+BEGIN;
+SELECT key, outcome FROM idem_claim_batch(ARRAY['m-1', 'm-2', 'm-3'], scope => 'bat-inbox');
+SELECT idem_complete_batch(ARRAY['m-3', 'm-1', 'm-2'], ARRAY[201, 201, 409],
+                           ARRAY['{"n": 3}', '{"n": 1}', '{"error": "dup"}']::jsonb[], 'bat-inbox');
+COMMIT;
+SELECT key, outcome, status, response_code, response
+FROM idem_claim_batch(ARRAY['m-1', 'm-2', 'm-3', 'm-4'], scope => 'bat-inbox');
+
+-- across transactions: complete with the tokens the batch returned
+CREATE TEMP TABLE held AS
+SELECT key, token FROM idem_claim_batch(ARRAY['t-1', 't-2'], scope => 'bat-tok');
+SELECT idem_complete_batch((SELECT array_agg(key ORDER BY key) FROM held), ARRAY[200, 200], NULL,
+                           'bat-tok', (SELECT array_agg(token ORDER BY key) FROM held));
+SELECT key, status, response_code FROM idempotency_keys WHERE scope = 'bat-tok' ORDER BY key;
+-- all or nothing: one stale token fails the call, naming its key, and completes none
+SELECT count(*) FROM idem_claim_batch(ARRAY['u-1', 'u-2'], scope => 'bat-tok');
+SELECT idem_complete_batch(ARRAY['u-1', 'u-2'], ARRAY[200, 200], NULL, 'bat-tok',
+                           ARRAY[(SELECT token FROM idempotency_keys WHERE key = 'u-1'), 1]);
+\echo :LAST_ERROR_SQLSTATE
+SELECT key, status FROM idempotency_keys WHERE scope = 'bat-tok' AND key LIKE 'u-%' ORDER BY key;
+-- without a token, a key claimed in another transaction
+SELECT idem_complete_batch(ARRAY['u-1'], ARRAY[200], NULL, 'bat-tok');
+\echo :LAST_ERROR_SQLSTATE
+
+-- the attempts limit applies to each key
+SELECT idem_fail('b-1', 'bat', (SELECT token FROM idempotency_keys WHERE scope = 'bat' AND key = 'b-1'), 500, NULL);
+SELECT key, outcome, status, response->>'error' AS error
+FROM idem_claim_batch(ARRAY['b-1', 'b-9'], scope => 'bat', max_attempts => 1);
+
+-- no keys, no rows
+SELECT count(*) FROM idem_claim_batch(ARRAY[]::text[], scope => 'bat');
+
+-- bad input fails the whole call before anything is claimed
+SELECT * FROM idem_claim_batch(NULL, scope => 'bat');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim_batch(ARRAY['ok-1', NULL], scope => 'bat');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim_batch(ARRAY['ok-1', ''], scope => 'bat');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim_batch(ARRAY['ok-1', E'x\ty'], scope => 'bat');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim_batch(ARRAY['ok-1', 'ok-2'], ARRAY['{}']::jsonb[], scope => 'bat');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim_batch(ARRAY[['ok-1'], ['ok-2']], scope => 'bat');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim_batch(ARRAY['ok-1'], scope => NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim_batch(ARRAY['ok-1'], scope => 'bat', wait => NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM idem_claim_batch(ARRAY['ok-1'], scope => 'bat', max_attempts => -1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM idem_claim_batch(array_fill('k'::text, ARRAY[10001]), scope => 'bat');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS claimed FROM idempotency_keys WHERE scope = 'bat' AND key LIKE 'ok-%';
+SELECT idem_complete_batch(ARRAY['b-2', 'b-3'], ARRAY[200], NULL, 'bat');
+\echo :LAST_ERROR_SQLSTATE
+SELECT idem_complete_batch(ARRAY['b-2', 'b-3'], NULL, NULL, 'bat', ARRAY[1]);
+\echo :LAST_ERROR_SQLSTATE
+-- 10,000 keys, the most a batch takes
+SELECT count(*), count(*) FILTER (WHERE outcome = 'new') AS new
+FROM idem_claim_batch(ARRAY(SELECT 'many-' || i FROM generate_series(1, 10000) i), scope => 'bat-many');

@@ -1,0 +1,233 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *	  idem_claim_batch(): claim many keys of one scope in one call.
+ *
+ * Each key gets the answer idem_claim would have given it, had the keys
+ * been claimed one by one in the order given, and the answers come back in
+ * that order.  The claims themselves run in the keys' byte order (equal
+ * keys in the order given), so two batches that share keys take their
+ * locks in the same order and never deadlock on each other; keys that
+ * differ do not affect each other's answers, and equal ones are claimed in
+ * the order given, so the answers are the same.
+ *
+ * Every key is checked before any is claimed: a NULL, empty, over-long or
+ * malformed key, or requests that do not match the keys one to one, fail
+ * the whole call (and nothing is claimed).  A key already used with
+ * another request does not: its row answers outcome "mismatch" (its
+ * status, nothing else of the stored request) and the other keys are
+ * claimed.  The batch runs in the caller's transaction, like idem_claim,
+ * and without subtransactions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/tupdesc.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
+
+#include "compat.h"
+#include "idempotency.h"
+#include "store.h"
+#include "input.h"
+#include "claim.h"
+#include "hash.h"
+
+PG_FUNCTION_INFO_V1(idem_claim_batch);
+
+/* idem_claim_batch's arguments */
+enum
+{
+	BATCH_ARG_KEYS,
+	BATCH_ARG_REQUESTS,
+	BATCH_ARG_SCOPE,
+	BATCH_ARG_LEASE,
+	BATCH_ARG_RETENTION,
+	BATCH_ARG_WAIT,
+	BATCH_ARG_MAX_ATTEMPTS
+};
+
+/* One key of the batch */
+typedef struct BatchItem
+{
+	int			index;			/* its place in the keys given, from 0 */
+	text	   *key;
+	bytea	   *hash;			/* NULL: no request */
+} BatchItem;
+
+/* Keys in byte order, equal keys in the order given */
+static int
+CompareItems(const void *p, const void *q)
+{
+	const BatchItem *x = (const BatchItem *) p;
+	const BatchItem *y = (const BatchItem *) q;
+	int			c = IdemCompareKeys(x->key, y->key);
+
+	if (c != 0)
+		return c;
+	return (x->index > y->index) - (x->index < y->index);
+}
+
+/* errcontext for whatever a key of the batch raises */
+static void
+BatchItemContext(void *arg)
+{
+	const BatchItem *item = (const BatchItem *) arg;
+
+	if (item->key != NULL)
+		errcontext("key %d of the batch, \"%s\"", item->index + 1,
+				   IdemKeyForMessage(item->key));
+	else
+		errcontext("key %d of the batch", item->index + 1);
+}
+
+/*
+ * The keys and requests of the call, checked, in items (the order given);
+ * returns how many.
+ */
+static int
+BatchItems(FunctionCallInfo fcinfo, BatchItem **items)
+{
+	Datum	   *keys;
+	bool	   *key_nulls;
+	Datum	   *requests = NULL;
+	bool	   *request_nulls = NULL;
+	int			n;
+	ErrorContextCallback context;
+
+	if (PG_ARGISNULL(BATCH_ARG_KEYS))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("keys must not be null")));
+	n = IdemArrayArg(fcinfo, BATCH_ARG_KEYS, "keys", TEXTOID, &keys, &key_nulls);
+	if (!PG_ARGISNULL(BATCH_ARG_REQUESTS) &&
+		IdemArrayArg(fcinfo, BATCH_ARG_REQUESTS, "requests", JSONBOID,
+				 &requests, &request_nulls) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("requests must have one element per key"),
+				 errdetail("%d keys, %d requests.", n,
+						   ArrayGetNItems(ARR_NDIM(PG_GETARG_ARRAYTYPE_P(BATCH_ARG_REQUESTS)),
+										  ARR_DIMS(PG_GETARG_ARRAYTYPE_P(BATCH_ARG_REQUESTS)))),
+				 errhint("Pass NULL for the keys without a request, or leave requests out.")));
+
+	*items = palloc0(sizeof(BatchItem) * Max(n, 1));
+	context.callback = BatchItemContext;
+	context.previous = error_context_stack;
+	error_context_stack = &context;
+	for (int i = 0; i < n; i++)
+	{
+		BatchItem  *item = &(*items)[i];
+
+		item->index = i;
+		context.arg = item;
+		if (key_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("idempotency key must not be null")));
+		item->key = DatumGetTextPP(keys[i]);
+		IdemValidateKey(item->key, "key");
+		if (requests != NULL && !request_nulls[i])
+			item->hash = IdemHashJsonb(requests[i]);
+	}
+	error_context_stack = context.previous;
+	return n;
+}
+
+/*
+ * A tuple descriptor in the layout of idem_claim's result (what IdemClaim
+ * fills), from the batch's, whose first column is the key.
+ */
+static TupleDesc
+ClaimDescOf(TupleDesc batch)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(IDEM_CLAIM_NCOLUMNS);
+
+	for (int i = 0; i < IDEM_CLAIM_NCOLUMNS; i++)
+		TupleDescCopyEntry(desc, i + 1, batch, i + 2);
+	return desc;
+}
+
+/*
+ * idem_claim_batch(keys, requests, scope, lease, retention, wait,
+ * max_attempts): a row (key, then idem_claim's columns) per key, in the
+ * order given
+ */
+Datum
+idem_claim_batch(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	BatchItem  *items;
+	HeapTuple  *rows;
+	TupleDesc	claim_desc;
+	IdemClaimArgs a;
+	MemoryContext callcxt;
+	ErrorContextCallback context;
+	text	   *scope;
+	int			n;
+	int			pin;
+
+	if (PG_ARGISNULL(BATCH_ARG_SCOPE))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("idempotency scope must not be null"),
+				 errhint("The default scope is the empty string.")));
+	scope = PG_GETARG_TEXT_PP(BATCH_ARG_SCOPE);
+	IdemValidateKey(scope, "scope");
+	if (PG_ARGISNULL(BATCH_ARG_WAIT))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("wait must not be null")));
+	n = BatchItems(fcinfo, &items);
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (n == 0)
+		return (Datum) 0;
+
+	IdemClaimArgsInit(fcinfo, "idem_claim_batch", items[0].key, scope,
+					  PG_ARGISNULL(BATCH_ARG_LEASE) ? NULL : PG_GETARG_INTERVAL_P(BATCH_ARG_LEASE),
+					  PG_ARGISNULL(BATCH_ARG_RETENTION) ? NULL : PG_GETARG_INTERVAL_P(BATCH_ARG_RETENTION),
+					  PG_GETARG_BOOL(BATCH_ARG_WAIT), &a);
+	(void) IdemMaxAttemptsArg(fcinfo, BATCH_ARG_MAX_ATTEMPTS, &a);
+	a.answer_mismatch = true;
+
+	qsort(items, n, sizeof(BatchItem), CompareItems);
+	claim_desc = ClaimDescOf(rsinfo->setDesc);
+	rows = palloc(sizeof(HeapTuple) * n);
+	callcxt = CurrentMemoryContext;
+
+	context.callback = BatchItemContext;
+	context.previous = error_context_stack;
+	error_context_stack = &context;
+	pin = IdemConnect();
+	for (int i = 0; i < n; i++)
+	{
+		BatchItem  *item = &items[i];
+		Datum		values[IDEM_CLAIM_NCOLUMNS + 1];
+		bool		nulls[IDEM_CLAIM_NCOLUMNS + 1];
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		context.arg = item;
+		a.key = item->key;
+		a.hash = item->hash;
+		(void) IdemClaim(&a, claim_desc, values + 1, nulls + 1);
+		values[0] = PointerGetDatum(item->key);
+		nulls[0] = false;
+		/* formed outside SPI's memory, which SPI_finish frees */
+		old = MemoryContextSwitchTo(callcxt);
+		rows[item->index] = heap_form_tuple(rsinfo->setDesc, values, nulls);
+		MemoryContextSwitchTo(old);
+	}
+	IdemFinish(pin);
+	error_context_stack = context.previous;
+
+	for (int i = 0; i < n; i++)
+		tuplestore_puttuple(rsinfo->setResult, rows[i]);
+	return (Datum) 0;
+}
