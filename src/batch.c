@@ -105,16 +105,18 @@ BatchItems(FunctionCallInfo fcinfo, BatchItem **items)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("keys must not be null")));
 	n = IdemArrayArg(fcinfo, BATCH_ARG_KEYS, "keys", TEXTOID, &keys, &key_nulls);
-	if (!PG_ARGISNULL(BATCH_ARG_REQUESTS) &&
-		IdemArrayArg(fcinfo, BATCH_ARG_REQUESTS, "requests", JSONBOID,
-				 &requests, &request_nulls) != n)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("requests must have one element per key"),
-				 errdetail("%d keys, %d requests.", n,
-						   ArrayGetNItems(ARR_NDIM(PG_GETARG_ARRAYTYPE_P(BATCH_ARG_REQUESTS)),
-										  ARR_DIMS(PG_GETARG_ARRAYTYPE_P(BATCH_ARG_REQUESTS)))),
-				 errhint("Pass NULL for the keys without a request, or leave requests out.")));
+	if (!PG_ARGISNULL(BATCH_ARG_REQUESTS))
+	{
+		int			m = IdemArrayArg(fcinfo, BATCH_ARG_REQUESTS, "requests", JSONBOID,
+									 &requests, &request_nulls);
+
+		if (m != n)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("requests must have one element per key"),
+					 errdetail("%d keys, %d requests.", n, m),
+					 errhint("Pass NULL for the keys without a request, or leave requests out.")));
+	}
 
 	*items = palloc0(sizeof(BatchItem) * Max(n, 1));
 	context.callback = BatchItemContext;
