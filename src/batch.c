@@ -28,6 +28,7 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
@@ -37,6 +38,8 @@
 #include "input.h"
 #include "claim.h"
 #include "hash.h"
+#include "stats.h"
+#include "citus/citus.h"
 
 PG_FUNCTION_INFO_V1(idem_claim_batch);
 
@@ -58,7 +61,15 @@ typedef struct BatchItem
 	int			index;			/* its place in the keys given, from 0 */
 	text	   *key;
 	bytea	   *hash;			/* NULL: no request */
+	int64		token;			/* written by InsertNewKeys: its token; else 0 */
 } BatchItem;
+
+/* A token InsertNewKeys drew, and the item it is for */
+typedef struct DrawnToken
+{
+	int64		token;
+	BatchItem  *item;
+} DrawnToken;
 
 /* Keys in byte order, equal keys in the order given */
 static int
@@ -79,6 +90,8 @@ BatchItemContext(void *arg)
 {
 	const BatchItem *item = (const BatchItem *) arg;
 
+	if (item == NULL)
+		return;					/* between keys */
 	if (item->key != NULL)
 		errcontext("key %d of the batch, \"%s\"", item->index + 1,
 				   IdemKeyForMessage(item->key));
@@ -155,6 +168,113 @@ ClaimDescOf(TupleDesc batch)
 	return desc;
 }
 
+static int
+CompareTokens(const void *p, const void *q)
+{
+	int64		x = ((const DrawnToken *) p)->token;
+	int64		y = ((const DrawnToken *) q)->token;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The new keys of a batch in one statement, on a plain server with wait =>
+ * true: the lock of every distinct key, in byte order, then one INSERT ...
+ * ON CONFLICT DO NOTHING of them all (IDEM_STMT_INSERT_MANY), with the
+ * lease and expiry taken after the locks.  Each key it wrote is new and
+ * gets item->token; a key that has a row is left to IdemClaim, which reads
+ * it (and finds the key's lock held already).  items are sorted; only the
+ * first of equal keys is written here, the later ones being duplicates of
+ * it.  A write held up past IDEM_STAMP_SLACK_USECS is restamped, as a
+ * single claim's is.
+ */
+static void
+InsertNewKeys(IdemClaimArgs *a, BatchItem *items, int n)
+{
+	Datum	   *keys = palloc(sizeof(Datum) * n);
+	Datum	   *tokens = palloc(sizeof(Datum) * n);
+	Datum	   *hashes = palloc(sizeof(Datum) * n);
+	bool	   *hash_nulls = palloc(sizeof(bool) * n);
+	DrawnToken *drawn = palloc(sizeof(DrawnToken) * n);
+	IdemArgs	args = {.given = 0};
+	TimestampTz lease_end;
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			m = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0 && IdemCompareKeys(items[i].key, items[i - 1].key) == 0)
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		a->key = items[i].key;
+		(void) IdemLockKey(a, true);
+		keys[m] = PointerGetDatum(items[i].key);
+		hash_nulls[m] = items[i].hash == NULL;
+		hashes[m] = PointerGetDatum(items[i].hash);
+		drawn[m].token = IdemNextToken(a->nspid);
+		drawn[m].item = &items[i];
+		tokens[m] = Int64GetDatum(drawn[m].token);
+		m++;
+	}
+	dims[0] = m;
+	IdemArg(&args, IDEM_PARAM_SCOPE, PointerGetDatum(a->scope));
+	IdemArg(&args, IDEM_PARAM_KEYS,
+			PointerGetDatum(construct_array(keys, m, TEXTOID, -1, false, TYPALIGN_INT)));
+	IdemArg(&args, IDEM_PARAM_TOKENS,
+			PointerGetDatum(construct_array(tokens, m, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)));
+	IdemArg(&args, IDEM_PARAM_HASHES,
+			PointerGetDatum(construct_md_array(hashes, hash_nulls, 1, dims, lbs, BYTEAOID, -1, false, TYPALIGN_INT)));
+
+	/* the times, taken after the locks and the statement's planning */
+	IdemPrepare(IDEM_STMT_INSERT_MANY, a->nspid);
+	a->now = GetCurrentTimestamp();
+	lease_end = IdemTimePlus(a->now, a->lease);
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
+	IdemArg(&args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(lease_end));
+	IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
+			TimestampTzGetDatum(IdemTimePlus(lease_end, a->retention)));
+	IdemExecute(IDEM_STMT_INSERT_MANY, a->nspid, &args, false, 0);
+
+	qsort(drawn, m, sizeof(DrawnToken), CompareTokens);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		DrawnToken	key;
+		DrawnToken *found;
+
+		key.token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull));
+		found = bsearch(&key, drawn, m, sizeof(DrawnToken), CompareTokens);
+		if (found == NULL)
+			elog(ERROR, "batch insert returned a token it was not given");
+		found->item->token = key.token;
+	}
+	/* after the statement's own wait, if it had one */
+	for (int j = 0; j < m; j++)
+	{
+		BatchItem  *item = drawn[j].item;
+
+		if (item->token != 0)
+			(void) IdemRestampIfWaited(a->nspid, a->scope, item->key, item->token, a->now);
+	}
+}
+
+/* The answer for a key InsertNewKeys wrote: new, its token, processing */
+static void
+PackNew(IdemClaimArgs *a, BatchItem *item, TupleDesc desc, Datum *values,
+		bool *nulls)
+{
+	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
+	values[CLAIM_OUTCOME] = CStringGetTextDatum(IdemOutcomeName(IDEM_OUTCOME_NEW));
+	nulls[CLAIM_OUTCOME] = false;
+	values[CLAIM_TOKEN] = Int64GetDatum(item->token);
+	nulls[CLAIM_TOKEN] = false;
+	values[CLAIM_STATUS] = IdemStatusValue(TupleDescAttr(desc, CLAIM_STATUS)->atttypid, IDEM_PROCESSING);
+	nulls[CLAIM_STATUS] = false;
+	IdemRememberClaim(a->scope, item->key, item->token);
+	IdemStatsAdd(IDEM_STAT_CLAIM_NEW, 1);
+}
+
 /*
  * idem_claim_batch(keys, requests, scope, lease, retention, wait,
  * max_attempts): a row (key, then idem_claim's columns) per key, in the
@@ -204,9 +324,12 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 	callcxt = CurrentMemoryContext;
 
 	context.callback = BatchItemContext;
+	context.arg = NULL;
 	context.previous = error_context_stack;
 	error_context_stack = &context;
 	pin = IdemConnect();
+	if (a.wait && !IdemCitusPresent() && IdemKeysHaveAttempts(a.nspid))
+		InsertNewKeys(&a, items, n);
 	for (int i = 0; i < n; i++)
 	{
 		BatchItem  *item = &items[i];
@@ -218,7 +341,10 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 		context.arg = item;
 		a.key = item->key;
 		a.hash = item->hash;
-		(void) IdemClaim(&a, claim_desc, values + 1, nulls + 1);
+		if (item->token != 0)
+			PackNew(&a, item, claim_desc, values + 1, nulls + 1);
+		else
+			(void) IdemClaim(&a, claim_desc, values + 1, nulls + 1);
 		values[0] = PointerGetDatum(item->key);
 		nulls[0] = false;
 		/* formed outside SPI's memory, which SPI_finish frees */

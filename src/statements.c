@@ -322,6 +322,21 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	" locked_until = NULL, response = :response, updated_at = :now,"
 	" expires_at = :expires_at, due_at = :expires_at"
 	TAKEOVER_WHERE " AND attempts" GE ":max_attempts",
+
+	/*
+	 * A batch's keys, new ones written processing in one statement
+	 * (batch.c), their locks already taken; a key that has a row is left
+	 * out (ON CONFLICT), for a claim of its own.  Returns the tokens of the
+	 * rows written.
+	 */
+	[IDEM_STMT_INSERT_MANY] =
+	"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"
+	" created_at, updated_at, expires_at, request_hash, due_at)"
+	" SELECT :scope, k.key, 'processing', k.token, :lease_end,"
+	" :now, :now, :expires_at, k.hash, :lease_end"
+	" FROM ROWS FROM (pg_catalog.unnest(:keys), pg_catalog.unnest(:tokens),"
+	" pg_catalog.unnest(:hashes)) AS k(key, token, hash)"
+	" ON CONFLICT (scope, key) DO NOTHING RETURNING token",
 };
 
 /*
@@ -406,7 +421,7 @@ IdemStatementText(IdemStmt stmt, IdemKeysShape shape)
 		return stmt_sql_v02[stmt];
 	if (shape <= IDEM_KEYS_030 && stmt_sql_v03[stmt] != NULL)
 		return stmt_sql_v03[stmt];
-	if (shape < IDEM_KEYS_040 && stmt == IDEM_STMT_EXHAUST)
+	if (shape < IDEM_KEYS_040 && (stmt == IDEM_STMT_EXHAUST || stmt == IDEM_STMT_INSERT_MANY))
 		elog(ERROR, "statement %d needs the table of 0.4.0", (int) stmt);
 	if (stmt_sql[stmt] == NULL)
 		elog(ERROR, "statement %d has no text for this table's shape", (int) stmt);

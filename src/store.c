@@ -81,6 +81,9 @@ static const struct
 	[IDEM_PARAM_STAMPED] = {"stamped", TIMESTAMPTZOID},
 	[IDEM_PARAM_SHIFT] = {"shift", FLOAT8OID},
 	[IDEM_PARAM_MAX_ATTEMPTS] = {"max_attempts", INT4OID},
+	[IDEM_PARAM_KEYS] = {"keys", TEXTARRAYOID},
+	[IDEM_PARAM_TOKENS] = {"tokens", INT8ARRAYOID},
+	[IDEM_PARAM_HASHES] = {"hashes", BYTEAARRAYOID},
 };
 
 /* Parameters one statement uses at most */

@@ -39,6 +39,7 @@ typedef enum IdemStmt
 	IDEM_STMT_EXPIRE_DUE,
 	IDEM_STMT_EXPIRE_DUE_RECLAIM,
 	IDEM_STMT_EXHAUST,			/* 0.4.0's table on */
+	IDEM_STMT_INSERT_MANY,		/* 0.4.0's table on */
 	IDEM_NUM_STMTS
 } IdemStmt;
 
@@ -92,6 +93,9 @@ typedef enum IdemParam
 	IDEM_PARAM_STAMPED,			/* timestamptz: the time a write was stamped with */
 	IDEM_PARAM_SHIFT,			/* float8: seconds its times move forward */
 	IDEM_PARAM_MAX_ATTEMPTS,	/* int4: attempts allowed */
+	IDEM_PARAM_KEYS,			/* text[]: a batch's keys */
+	IDEM_PARAM_TOKENS,			/* int8[]: their new tokens */
+	IDEM_PARAM_HASHES,			/* bytea[]: their request hashes, NULL elements for none */
 	IDEM_NUM_PARAMS
 } IdemParam;
 
