@@ -110,7 +110,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 REPORT=$WORK/report
 {
 	echo "# bench/batch.sh"
-	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	echo "machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB RAM", $2 / 1048576 }' /proc/meminfo), load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "PostgreSQL: $(pg psql -X -At -h "$WORK" -p "$PORT" -d postgres -c 'SHOW server_version'), fsync on, synchronous_commit on, shared_buffers 512MB; pgbench, $CLIENTS clients over a Unix socket, $ROUNDS rounds x $SECONDS_EACH s per variant, median shown"
 	echo "each transaction claims 100 new keys (one sequence), each with its own request, and commits"

@@ -109,6 +109,12 @@ SELECT idem_complete_batch(ARRAY['b-2', 'b-3'], ARRAY[200], NULL, 'bat');
 \echo :LAST_ERROR_SQLSTATE
 SELECT idem_complete_batch(ARRAY['b-2', 'b-3'], NULL, NULL, 'bat', ARRAY[1]);
 \echo :LAST_ERROR_SQLSTATE
--- 10,000 keys, the most a batch takes
+-- 10,000 keys, the most a batch takes, claimed and completed in one
+-- transaction without tokens (each found in the transaction's claims)
+BEGIN;
 SELECT count(*), count(*) FILTER (WHERE outcome = 'new') AS new
 FROM idem_claim_batch(ARRAY(SELECT 'many-' || i FROM generate_series(1, 10000) i), scope => 'bat-many');
+SELECT idem_complete_batch(ARRAY(SELECT 'many-' || i FROM generate_series(1, 10000) i),
+                           array_fill(200, ARRAY[10000]), NULL, 'bat-many');
+COMMIT;
+SELECT count(*) FILTER (WHERE status = 'completed') AS completed FROM idempotency_keys WHERE scope = 'bat-many';

@@ -47,11 +47,13 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/resowner.h"
@@ -771,51 +773,93 @@ idem_claim(PG_FUNCTION_ARGS)
 	PG_RETURN_HEAPTUPLEHEADER(result);
 }
 
-/* Claims this transaction made: what lets a NULL token through */
+/*
+ * Claims this transaction made, what lets a NULL token through: a hash
+ * table in the transaction's memory from "scope \x01 key" (neither holds a
+ * control character) to the latest token, so that a transaction of many
+ * claims (batches of thousands) finds each in constant time.
+ */
+typedef struct TxnClaimKey
+{
+	const char *name;
+	int			len;
+} TxnClaimKey;
+
 typedef struct TxnClaim
 {
-	text	   *scope;
-	text	   *key;
+	TxnClaimKey key;			/* must be first */
 	int64		token;
 } TxnClaim;
 
-static List *txn_claims = NIL;
+static HTAB *txn_claims = NULL;
 static LocalTransactionId txn_claims_lxid = InvalidLocalTransactionId;
+
+static uint32
+TxnClaimHash(const void *key, Size keysize)
+{
+	const TxnClaimKey *k = (const TxnClaimKey *) key;
+
+	return hash_bytes((const unsigned char *) k->name, k->len);
+}
+
+static int
+TxnClaimMatch(const void *key1, const void *key2, Size keysize)
+{
+	const TxnClaimKey *x = (const TxnClaimKey *) key1;
+	const TxnClaimKey *y = (const TxnClaimKey *) key2;
+
+	return x->len == y->len ? memcmp(x->name, y->name, x->len) : 1;
+}
+
+/* "scope \x01 key", allocated in the current memory context */
+static TxnClaimKey
+TxnClaimKeyOf(text *scope, text *key)
+{
+	int			ls = VARSIZE_ANY_EXHDR(scope);
+	int			lk = VARSIZE_ANY_EXHDR(key);
+	char	   *name = palloc(ls + 1 + lk);
+
+	memcpy(name, VARDATA_ANY(scope), ls);
+	name[ls] = '\x01';
+	memcpy(name + ls + 1, VARDATA_ANY(key), lk);
+	return (TxnClaimKey) {name, ls + 1 + lk};
+}
 
 /*
  * Remember that this transaction claimed (scope, key) with token, so that
- * later calls in the same transaction may leave the token out.
+ * later calls in the same transaction may leave the token out; a key
+ * claimed again keeps its latest token.
  */
 void
 IdemRememberClaim(text *scope, text *key, int64 token)
 {
 	MemoryContext old;
-	TxnClaim  *claim;
+	TxnClaimKey k;
+	TxnClaim   *claim;
+	bool		found;
 
-	if (txn_claims_lxid != IdemCurrentLxid())
+	if (txn_claims_lxid != IdemCurrentLxid() || txn_claims == NULL)
 	{
-		/* the list of an earlier transaction went with its memory */
-		txn_claims = NIL;
+		HASHCTL		ctl = {0};
+
+		/* the table of an earlier transaction went with its memory */
+		ctl.keysize = sizeof(TxnClaimKey);
+		ctl.entrysize = sizeof(TxnClaim);
+		ctl.hash = TxnClaimHash;
+		ctl.match = TxnClaimMatch;
+		ctl.hcxt = TopTransactionContext;
+		txn_claims = hash_create("idempotency claims of the transaction", 64, &ctl,
+								 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 		txn_claims_lxid = IdemCurrentLxid();
 	}
 
 	old = MemoryContextSwitchTo(TopTransactionContext);
-	claim = palloc(sizeof(TxnClaim));
-	claim->scope = DatumGetTextPCopy(PointerGetDatum(scope));
-	claim->key = DatumGetTextPCopy(PointerGetDatum(key));
+	k = TxnClaimKeyOf(scope, key);
+	claim = hash_search(txn_claims, &k, HASH_ENTER, &found);
+	if (found)
+		pfree((void *) k.name);
 	claim->token = token;
-	txn_claims = lappend(txn_claims, claim);
 	MemoryContextSwitchTo(old);
-}
-
-/* Same text value? */
-static bool
-TextEqual(text *a, text *b)
-{
-	Size		len = VARSIZE_ANY_EXHDR(a);
-
-	return len == (Size) VARSIZE_ANY_EXHDR(b) &&
-		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), len) == 0;
 }
 
 /*
@@ -824,19 +868,16 @@ TextEqual(text *a, text *b)
 bool
 IdemRecallClaim(text *scope, text *key, int64 *token)
 {
-	if (txn_claims_lxid != IdemCurrentLxid())
+	TxnClaimKey k;
+	TxnClaim   *claim;
+
+	if (txn_claims_lxid != IdemCurrentLxid() || txn_claims == NULL)
 		return false;
-
-	/* newest first: a key claimed again in this transaction has a new token */
-	for (int i = list_length(txn_claims) - 1; i >= 0; i--)
-	{
-		TxnClaim  *claim = (TxnClaim *) list_nth(txn_claims, i);
-
-		if (TextEqual(claim->key, key) && TextEqual(claim->scope, scope))
-		{
-			*token = claim->token;
-			return true;
-		}
-	}
-	return false;
+	k = TxnClaimKeyOf(scope, key);
+	claim = hash_search(txn_claims, &k, HASH_FIND, NULL);
+	pfree((void *) k.name);
+	if (claim == NULL)
+		return false;
+	*token = claim->token;
+	return true;
 }
