@@ -383,20 +383,25 @@ COMMENT ON FUNCTION idem_claim_batch(text[], jsonb[], text, interval, interval, 
 REVOKE ALL ON FUNCTION idem_claim_batch(text[], jsonb[], text, interval, interval, boolean, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION idem_claim_batch(text[], jsonb[], text, interval, interval, boolean, integer) TO idempotency_app;
 
-/* Complete many keys of one scope in one call, all or nothing */
-CREATE FUNCTION idem_complete_batch(
+/*
+ * Record the results of many keys of one scope in one call, all or
+ * nothing: each completed, or failed where failed says so.
+ */
+CREATE FUNCTION idem_record_batch(
     keys text[],
     response_codes integer[],
     responses jsonb[],
     scope text DEFAULT '',
-    tokens bigint[] DEFAULT NULL)
+    tokens bigint[] DEFAULT NULL,
+    failed boolean[] DEFAULT NULL,
+    retryable boolean[] DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'idem_complete_batch'
+AS 'MODULE_PATHNAME', 'idem_record_batch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION idem_complete_batch(text[], integer[], jsonb[], text, bigint[]) IS
-    'idem_complete of each key of one scope, all or nothing; tokens NULL (or an element NULL) for keys this transaction claimed';
-REVOKE ALL ON FUNCTION idem_complete_batch(text[], integer[], jsonb[], text, bigint[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION idem_complete_batch(text[], integer[], jsonb[], text, bigint[]) TO idempotency_app;
+COMMENT ON FUNCTION idem_record_batch(text[], integer[], jsonb[], text, bigint[], boolean[], boolean[]) IS
+    'idem_complete (or, where failed, idem_fail) of each key of one scope, all or nothing; a NULL token for a key this transaction claimed';
+REVOKE ALL ON FUNCTION idem_record_batch(text[], integer[], jsonb[], text, bigint[], boolean[], boolean[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem_record_batch(text[], integer[], jsonb[], text, bigint[], boolean[], boolean[]) TO idempotency_app;
 
 /*
  * On a Citus coordinator whose key functions are delegated (idem_complete

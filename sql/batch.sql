@@ -1,4 +1,4 @@
--- idem_claim_batch / idem_complete_batch: many keys of one scope in one call.
+-- idem_claim_batch / idem_record_batch: many keys of one scope in one call.
 \set SHOW_CONTEXT errors
 SET idempotency.lease = '1h';
 
@@ -50,29 +50,32 @@ SELECT (SELECT array_agg(row(key, status, retryable, response_code, response, re
      = (SELECT array_agg(row(key, status, retryable, response_code, response, request_hash, recovery_point, attempts)::text ORDER BY key)
           FROM idempotency_keys WHERE scope = 'bat-single') AS same_rows;
 
--- a batch consumer: claim, work, complete the batch, commit; a redelivery replays
+-- a batch consumer: claim, work, record the batch, commit; a redelivery
+-- replays the completed and the failed for good, takes over the retryable
 BEGIN;
-SELECT key, outcome FROM idem_claim_batch(ARRAY['m-1', 'm-2', 'm-3'], scope => 'bat-inbox');
-SELECT idem_complete_batch(ARRAY['m-3', 'm-1', 'm-2'], ARRAY[201, 201, 409],
-                           ARRAY['{"n": 3}', '{"n": 1}', '{"error": "dup"}']::jsonb[], 'bat-inbox');
+SELECT key, outcome FROM idem_claim_batch(ARRAY['m-1', 'm-2', 'm-3', 'm-5', 'm-6'], scope => 'bat-inbox');
+SELECT idem_record_batch(ARRAY['m-3', 'm-1', 'm-2', 'm-5', 'm-6'], ARRAY[201, 201, 409, 503, 400],
+                         ARRAY['{"n": 3}', '{"n": 1}', '{"error": "dup"}', NULL, '{"error": "bad"}']::jsonb[], 'bat-inbox',
+                         failed => ARRAY[false, false, false, true, true],
+                         retryable => ARRAY[NULL, NULL, NULL, NULL, false]);
 COMMIT;
 SELECT key, outcome, status, response_code, response
-FROM idem_claim_batch(ARRAY['m-1', 'm-2', 'm-3', 'm-4'], scope => 'bat-inbox');
+FROM idem_claim_batch(ARRAY['m-1', 'm-2', 'm-3', 'm-4', 'm-5', 'm-6'], scope => 'bat-inbox');
 
 -- across transactions: complete with the tokens the batch returned
 CREATE TEMP TABLE held AS
 SELECT key, token FROM idem_claim_batch(ARRAY['t-1', 't-2'], scope => 'bat-tok');
-SELECT idem_complete_batch((SELECT array_agg(key ORDER BY key) FROM held), ARRAY[200, 200], NULL,
+SELECT idem_record_batch((SELECT array_agg(key ORDER BY key) FROM held), ARRAY[200, 200], NULL,
                            'bat-tok', (SELECT array_agg(token ORDER BY key) FROM held));
 SELECT key, status, response_code FROM idempotency_keys WHERE scope = 'bat-tok' ORDER BY key;
 -- all or nothing: one stale token fails the call, naming its key, and completes none
 SELECT count(*) FROM idem_claim_batch(ARRAY['u-1', 'u-2'], scope => 'bat-tok');
-SELECT idem_complete_batch(ARRAY['u-1', 'u-2'], ARRAY[200, 200], NULL, 'bat-tok',
+SELECT idem_record_batch(ARRAY['u-1', 'u-2'], ARRAY[200, 200], NULL, 'bat-tok',
                            ARRAY[(SELECT token FROM idempotency_keys WHERE key = 'u-1'), 1]);
 \echo :LAST_ERROR_SQLSTATE
 SELECT key, status FROM idempotency_keys WHERE scope = 'bat-tok' AND key LIKE 'u-%' ORDER BY key;
 -- without a token, a key claimed in another transaction
-SELECT idem_complete_batch(ARRAY['u-1'], ARRAY[200], NULL, 'bat-tok');
+SELECT idem_record_batch(ARRAY['u-1'], ARRAY[200], NULL, 'bat-tok');
 \echo :LAST_ERROR_SQLSTATE
 
 -- the attempts limit applies to each key
@@ -105,16 +108,18 @@ SELECT * FROM idem_claim_batch(ARRAY['ok-1'], scope => 'bat', max_attempts => -1
 SELECT count(*) FROM idem_claim_batch(array_fill('k'::text, ARRAY[10001]), scope => 'bat');
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS claimed FROM idempotency_keys WHERE scope = 'bat' AND key LIKE 'ok-%';
-SELECT idem_complete_batch(ARRAY['b-2', 'b-3'], ARRAY[200], NULL, 'bat');
+SELECT idem_record_batch(ARRAY['b-2', 'b-3'], ARRAY[200], NULL, 'bat');
 \echo :LAST_ERROR_SQLSTATE
-SELECT idem_complete_batch(ARRAY['b-2', 'b-3'], NULL, NULL, 'bat', ARRAY[1]);
+SELECT idem_record_batch(ARRAY['b-2', 'b-3'], NULL, NULL, 'bat', ARRAY[1]);
+\echo :LAST_ERROR_SQLSTATE
+SELECT idem_record_batch(ARRAY['b-2', 'b-3'], NULL, NULL, 'bat', failed => ARRAY[true]);
 \echo :LAST_ERROR_SQLSTATE
 -- 10,000 keys, the most a batch takes, claimed and completed in one
 -- transaction without tokens (each found in the transaction's claims)
 BEGIN;
 SELECT count(*), count(*) FILTER (WHERE outcome = 'new') AS new
 FROM idem_claim_batch(ARRAY(SELECT 'many-' || i FROM generate_series(1, 10000) i), scope => 'bat-many');
-SELECT idem_complete_batch(ARRAY(SELECT 'many-' || i FROM generate_series(1, 10000) i),
+SELECT idem_record_batch(ARRAY(SELECT 'many-' || i FROM generate_series(1, 10000) i),
                            array_fill(200, ARRAY[10000]), NULL, 'bat-many');
 COMMIT;
 SELECT count(*) FILTER (WHERE status = 'completed') AS completed FROM idempotency_keys WHERE scope = 'bat-many';

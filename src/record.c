@@ -38,7 +38,7 @@ PG_FUNCTION_INFO_V1(idem_release);
 PG_FUNCTION_INFO_V1(idem_checkpoint);
 PG_FUNCTION_INFO_V1(idem_resolve);
 PG_FUNCTION_INFO_V1(idem_lookup);
-PG_FUNCTION_INFO_V1(idem_complete_batch);
+PG_FUNCTION_INFO_V1(idem_record_batch);
 
 /* The key a call is about, and the holder's token */
 typedef struct KeyCall
@@ -229,7 +229,7 @@ BatchColumn(FunctionCallInfo fcinfo, int argno, const char *what, Oid type,
 				 errmsg("%s must have one element per key", what)));
 }
 
-/* One key of idem_complete_batch, and its place in the call */
+/* One key of idem_record_batch, and its place in the call */
 typedef struct BatchKey
 {
 	KeyCall		call;
@@ -258,22 +258,28 @@ BatchKeyContext(void *arg)
 }
 
 /*
- * idem_complete_batch(keys, response_codes, responses, scope, tokens):
- * idem_complete of each key, in key order (as idem_claim_batch claims), all
- * or nothing: the first key that cannot be completed raises its error
- * (IK002 to IK005), naming it, and the caller's transaction rolls back.
+ * idem_record_batch(keys, response_codes, responses, scope, tokens, failed,
+ * retryable): idem_complete of each key, or idem_fail where failed says so,
+ * in key order (as idem_claim_batch claims), all or nothing: the first key
+ * that cannot be recorded raises its error (IK002 to IK005), naming it,
+ * and the caller's statement fails with nothing recorded.
  */
 Datum
-idem_complete_batch(PG_FUNCTION_ARGS)
+idem_record_batch(PG_FUNCTION_ARGS)
 {
 	Datum	   *keys,
 			   *codes,
 			   *responses,
-			   *tokens;
+			   *tokens,
+			   *failed,
+			   *retryable;
 	bool	   *key_nulls,
 			   *code_nulls,
 			   *response_nulls,
-			   *token_nulls;
+			   *token_nulls,
+			   *failed_nulls,
+			   *retryable_nulls;
+	int64		fails = 0;
 	BatchKey   *batch;
 	text	   *scope;
 	Oid			nspid;
@@ -296,7 +302,9 @@ idem_complete_batch(PG_FUNCTION_ARGS)
 	BatchColumn(fcinfo, 1, "response_codes", INT4OID, n, &codes, &code_nulls);
 	BatchColumn(fcinfo, 2, "responses", JSONBOID, n, &responses, &response_nulls);
 	BatchColumn(fcinfo, 4, "tokens", INT8OID, n, &tokens, &token_nulls);
-	PreventCommandIfReadOnly("idem_complete_batch()");
+	BatchColumn(fcinfo, 5, "failed", BOOLOID, n, &failed, &failed_nulls);
+	BatchColumn(fcinfo, 6, "retryable", BOOLOID, n, &retryable, &retryable_nulls);
+	PreventCommandIfReadOnly("idem_record_batch()");
 	nspid = IdemNamespaceOf(fcinfo);
 
 	batch = palloc0(sizeof(BatchKey) * Max(n, 1));
@@ -313,7 +321,7 @@ idem_complete_batch(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("idempotency key must not be null"),
 					 errdetail("Key %d of the batch is null.", i + 1)));
-		call->fname = "idem_complete_batch";
+		call->fname = "idem_record_batch";
 		call->key = DatumGetTextPP(keys[i]);
 		call->scope = scope;
 		call->nspid = nspid;
@@ -334,6 +342,7 @@ idem_complete_batch(PG_FUNCTION_ARGS)
 	{
 		int			k = batch[i].index;
 		IdemArgs	args = {.given = 0};
+		bool		fail = !failed_nulls[k] && DatumGetBool(failed[k]);
 
 		CHECK_FOR_INTERRUPTS();
 		context.arg = &batch[i];
@@ -345,11 +354,19 @@ idem_complete_batch(PG_FUNCTION_ARGS)
 			IdemArgNull(&args, IDEM_PARAM_RESPONSE);
 		else
 			IdemArg(&args, IDEM_PARAM_RESPONSE, responses[k]);
-		ExecuteHolderCall(&batch[i].call, IDEM_STMT_COMPLETE, &args, NULL);
+		if (fail)
+		{
+			/* retryable unless it says otherwise, as idem_fail */
+			IdemArg(&args, IDEM_PARAM_RETRYABLE,
+					BoolGetDatum(retryable_nulls[k] || DatumGetBool(retryable[k])));
+			fails++;
+		}
+		ExecuteHolderCall(&batch[i].call, fail ? IDEM_STMT_FAIL : IDEM_STMT_COMPLETE, &args, NULL);
 	}
 	IdemFinish(pin);
 	error_context_stack = context.previous;
-	IdemStatsAdd(IDEM_STAT_COMPLETE, n);
+	IdemStatsAdd(IDEM_STAT_COMPLETE, n - fails);
+	IdemStatsAdd(IDEM_STAT_FAIL, fails);
 	PG_RETURN_VOID();
 }
 

@@ -396,7 +396,7 @@ check_batch()
 	got=$(q "$from" -At -v ON_ERROR_STOP=1 2>&1 <<SQL
 CREATE TEMP TABLE b AS SELECT key, outcome, token FROM idem_claim_batch('$keys'::text[], scope => '$S_BATCH');
 SELECT array_agg(key ORDER BY key) AS ks, array_agg(token ORDER BY key) AS ts FROM b \\gset
-SELECT idem_complete_batch(:'ks'::text[], array_fill(201, ARRAY[100]), NULL, '$S_BATCH', :'ts'::bigint[]);
+SELECT idem_record_batch(:'ks'::text[], array_fill(201, ARRAY[100]), NULL, '$S_BATCH', :'ts'::bigint[]);
 CREATE TEMP TABLE r AS SELECT outcome FROM idem_claim_batch('$keys'::text[], scope => '$S_BATCH');
 SELECT (SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) n FROM b GROUP BY 1) o)
     || ' then ' || (SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) n FROM r GROUP BY 1) o)

@@ -36,12 +36,12 @@ SELECT function_privs_are('idem_complete', ARRAY['text', 'integer', 'jsonb', 'te
                           'public', ARRAY[]::name[], 'PUBLIC cannot execute idem_complete');
 SELECT function_privs_are('idem_claim_batch', ARRAY['text[]', 'jsonb[]', 'text', 'interval', 'interval', 'boolean', 'integer'],
                           'public', ARRAY[]::name[], 'PUBLIC cannot execute idem_claim_batch');
-SELECT function_privs_are('idem_complete_batch', ARRAY['text[]', 'integer[]', 'jsonb[]', 'text', 'bigint[]'],
-                          'public', ARRAY[]::name[], 'PUBLIC cannot execute idem_complete_batch');
+SELECT function_privs_are('idem_record_batch', ARRAY['text[]', 'integer[]', 'jsonb[]', 'text', 'bigint[]', 'boolean[]', 'boolean[]'],
+                          'public', ARRAY[]::name[], 'PUBLIC cannot execute idem_record_batch');
 SELECT function_privs_are('idem_claim_batch', ARRAY['text[]', 'jsonb[]', 'text', 'interval', 'interval', 'boolean', 'integer'],
                           'idempotency_app', ARRAY['EXECUTE'], 'idempotency_app may execute idem_claim_batch');
-SELECT function_privs_are('idem_complete_batch', ARRAY['text[]', 'integer[]', 'jsonb[]', 'text', 'bigint[]'],
-                          'idempotency_app', ARRAY['EXECUTE'], 'idempotency_app may execute idem_complete_batch');
+SELECT function_privs_are('idem_record_batch', ARRAY['text[]', 'integer[]', 'jsonb[]', 'text', 'bigint[]', 'boolean[]', 'boolean[]'],
+                          'idempotency_app', ARRAY['EXECUTE'], 'idempotency_app may execute idem_record_batch');
 SELECT function_privs_are('idem_fail', ARRAY['text', 'text', 'bigint', 'integer', 'jsonb', 'boolean'],
                           'public', ARRAY[]::name[], 'PUBLIC cannot execute idem_fail');
 SELECT function_privs_are('idem_heartbeat', ARRAY['text', 'text', 'bigint', 'interval'],
