@@ -5,7 +5,12 @@
 #
 #   bash bench/batch.sh                 3 rounds x 10 s per variant
 #   ROUNDS=1 SECONDS_EACH=4 bash bench/batch.sh
+#   bash bench/batch.sh --no-save    print only
 #
+# It builds and installs the extension first, with the restamp slack at
+# 500 ms as bench/profile.sh does (under callgrind a 100-key insert takes
+# longer than the usual 10 ms, and every key would be restamped; make
+# install again, or the test command, for the ordinary build).
 # One throwaway server (fsync on, as installed), pgbench over its Unix
 # socket, CLIENTS connections (default 2, the cores here).  Each pgbench
 # transaction claims 100 keys no earlier transaction used, each with a
@@ -15,8 +20,11 @@
 #   batch          one SELECT ... FROM idem_claim_batch(100 keys, 100 requests) (autocommit)
 # Figures per variant, median over rounds: keys claimed per second, and
 # server CPU per key (the postmaster's children's user + system time
-# across the round, from /proc, over the keys claimed).  Writes
-# bench/results/batch-pgN.txt unless --no-save.
+# across the round, from /proc, over the keys claimed); then, with the
+# server restarted under callgrind, instructions per key of each variant:
+# one backend runs 5 transactions, another 25, and the difference is
+# divided by the 2,000 keys between them (the host-independent figure).
+# Writes bench/results/batch-pgN.txt unless --no-save.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,11 +36,21 @@ SAVE=1
 [ "${1:-}" = --no-save ] && SAVE=0
 MAJOR=$("$PG_BIN/pg_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
 
+make -s PG_CONFIG="$PG_BIN/pg_config" clean >/dev/null &&
+	make -s PG_CONFIG="$PG_BIN/pg_config" COPT=-DIDEM_STAMP_SLACK_USECS=500000 >/dev/null &&
+	make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null ||
+	{ echo "batch: the build failed" >&2; exit 1; }
+
 WORK=$(mktemp -d /tmp/idem-batch.XXXXXX)
 chown postgres "$WORK"
 PORT=$((21000 + RANDOM % 2000))
 pg() { runuser -u postgres -- env PATH="$PG_BIN:$PATH" "$@"; }
-cleanup() { pg pg_ctl -D "$WORK/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$WORK"; }
+cleanup()
+{
+	pg pg_ctl -D "$WORK/data" -m fast -w -t 120 stop >/dev/null 2>&1 || true
+	# processes under callgrind write their files as they end
+	rm -rf "$WORK" 2>/dev/null || { sleep 3; rm -rf "$WORK"; }
+}
 trap cleanup EXIT
 
 pg initdb -D "$WORK/data" -A trust --no-sync >/dev/null
@@ -100,6 +118,33 @@ for r in $(seq "$ROUNDS"); do
 	"${PSQL[@]}" -c "VACUUM ANALYZE idempotency_keys" >/dev/null
 done
 
+# instructions per key under callgrind: a backend of 5 transactions and
+# one of 25 of the variant's script, the difference over 2,000 keys
+echo "autovacuum = off" >>"$WORK/data/postgresql.conf"
+pg pg_ctl -D "$WORK/data" -m fast -w stop >/dev/null
+mkdir "$WORK/cg" && chown postgres "$WORK/cg"
+runuser -u postgres -- env -C "$WORK" setsid valgrind --tool=callgrind \
+	--callgrind-out-file="$WORK/cg/callgrind.out.%p" "$PG_BIN/postgres" -D "$WORK/data" >"$WORK/callgrind.log" 2>&1 &
+for _ in $(seq 600); do pg pg_isready -q -h "$WORK" -p "$PORT" && break; sleep 0.5; done
+backend_ir()   # $1 script, $2 transactions, $3 protocol: the instructions of one backend running them
+{
+	local before f ir best=0
+	before=$(ls "$WORK/cg")
+	pg pgbench -n -h "$WORK" -p "$PORT" -c 1 -t "$2" -M "$3" -f "$1" postgres >/dev/null 2>&1
+	# callgrind writes a backend's file when it exits: the largest new one is pgbench's
+	sleep 2
+	for f in "$WORK"/cg/callgrind.out.*; do
+		grep -qx "${f##*/}" <<<"$before" && continue
+		ir=$(awk '/^(summary|totals):/ { print $2; exit }' "$f")
+		[ "${ir:-0}" -gt "$best" ] && best=$ir
+	done
+	echo "$best"
+}
+IR_OF() { local a b; a=$(backend_ir "$1" 5 "$2"); b=$(backend_ir "$1" 25 "$2"); echo $(((b - a) / 2000)); }
+IR_S=$(IR_OF "$WORK/single.sql" simple)
+IR_P=$(IR_OF "$WORK/single.sql" prepared)
+IR_B=$(IR_OF "$WORK/batch.sql" simple)
+
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 col() { awk -v v="$1" -v c="$2" '$1 == v { print $c }' "$RAW" | median; }
 S_KEYS=$(col single 2); S_CPU=$(col single 3)
@@ -122,6 +167,8 @@ REPORT=$WORK/report
 	echo "| idem_claim_batch of 100 keys (one call, autocommit) | $B_KEYS | $(ratio "$B_KEYS" "$S_KEYS")x | $B_CPU | $(ratio "$B_CPU" "$S_CPU")x |"
 	echo
 	echo "batch against the prepared single calls: $(ratio "$B_KEYS" "$P_KEYS")x the keys per second, $(ratio "$B_CPU" "$P_CPU")x the server CPU per key"
+	echo
+	echo "instructions per key (callgrind, one backend, 25 transactions less 5): single $IR_S, prepared $IR_P ($(ratio "$IR_P" "$IR_S")x), batch $IR_B ($(ratio "$IR_B" "$IR_S")x; $(ratio "$IR_B" "$IR_P")x the prepared)"
 	echo
 	echo "raw rounds (variant keys_per_s server_cpu_us_per_key):"
 	cat "$RAW"
