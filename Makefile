@@ -11,6 +11,7 @@ OBJS = \
 	src/input.o \
 	src/citus/shards.o \
 	src/claim.o \
+	src/await.o \
 	src/record.o \
 	src/hash.o \
 	src/expire.o \
@@ -57,7 +58,7 @@ endif
 #   make prove_installcheck  the TAP tests alone
 #                            (PROVE_TESTS=test/t/010_worker.pl: one)
 REGRESS = setup claim record hash guc input expire expire_backlog stats execute execute_hostile \
-	attack_interval attack_execute attack_dump attack_lock_id plans large_response
+	attack_interval attack_execute attack_dump attack_lock_id plans large_response await
 ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
 	attack_guard_index attack_guard_matview attack_guard_sequence attack_mapping_rule \

@@ -63,6 +63,7 @@
 #include "claim.h"
 #include "hash.h"
 #include "stats.h"
+#include "await.h"
 #include "citus/citus.h"
 
 PG_FUNCTION_INFO_V1(idem_claim);
@@ -536,6 +537,9 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 
 	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
 
+	/* await_result: wait, holding nothing, for a claim in flight (await.c) */
+	(void) IdemAwaitInFlight(a);
+
 	for (int round = 0; outcome == IDEM_OUTCOME_NONE; round++)
 	{
 		ClaimAction act;
@@ -618,7 +622,7 @@ IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname, int keyarg,
 	a->wait = wait;
 	a->probe = false;
 	a->max_attempts = idem_max_attempts;
-	a->await_result = NULL;
+	a->await_result = IdemAwaitDefault();	/* idempotency.await_result */
 
 	PreventCommandIfReadOnly(psprintf("%s()", fname));
 
@@ -660,9 +664,7 @@ idem_claim(PG_FUNCTION_ARGS)
 					 IdemErrdetailKey(a.key, a.scope)));
 	}
 	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("await_result is not supported yet")));
+		a.await_result = IdemAwaitArg(PG_GETARG_INTERVAL_P(6), a.key, a.scope);
 
 	desc = IdemResultDesc(fcinfo);
 
