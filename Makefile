@@ -59,7 +59,7 @@ endif
 #                            (PROVE_TESTS=test/t/010_worker.pl: one)
 REGRESS = setup claim record hash guc input expire expire_backlog stats execute execute_hostile \
 	attack_interval attack_execute attack_dump attack_lock_id plans large_response await
-ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete \
+ISOLATION = claim_commit claim_rollback claim_nowait claim_vs_complete await \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
 	attack_guard_index attack_guard_matview attack_guard_sequence attack_mapping_rule \
 	attack_lock_squat attack_probe attack_savepoint_locks lease_after_wait row_type_change
