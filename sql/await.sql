@@ -54,7 +54,7 @@ BEGIN ISOLATION LEVEL SERIALIZABLE;
 SELECT outcome FROM idem_claim('a-held', '{"n": 1}', 'await', await_result => '1 h');
 COMMIT;
 
--- statement_timeout and a cancel end the wait (57014), leaving no waiter behind
+-- statement_timeout (and so a cancel) ends the wait: 57014
 SET statement_timeout = '200ms';
 SELECT outcome FROM idem_claim('a-held', '{"n": 1}', 'await', await_result => '1 h');
 \echo :LAST_ERROR_SQLSTATE

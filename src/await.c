@@ -40,7 +40,6 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
@@ -48,6 +47,7 @@
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "compat.h"
 #include "idempotency.h"
