@@ -12,6 +12,7 @@ OBJS = \
 	src/citus/shards.o \
 	src/claim.o \
 	src/batch.o \
+	src/await.o \
 	src/record.o \
 	src/hash.o \
 	src/expire.o \
@@ -58,8 +59,8 @@ endif
 #   make prove_installcheck  the TAP tests alone
 #                            (PROVE_TESTS=test/t/010_worker.pl: one)
 REGRESS = setup claim attempts batch record hash guc input expire expire_backlog stats execute execute_hostile \
-	attack_interval attack_execute attack_dump attack_lock_id plans large_response
-ISOLATION = claim_commit batch_order claim_rollback claim_nowait claim_vs_complete \
+	attack_interval attack_execute attack_dump attack_lock_id plans large_response await
+ISOLATION = claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
 	attack_guard_index attack_guard_matview attack_guard_sequence attack_mapping_rule \
 	attack_lock_squat attack_probe attack_savepoint_locks lease_after_wait row_type_change

@@ -317,6 +317,12 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 					  PG_GETARG_BOOL(BATCH_ARG_WAIT), &a);
 	(void) IdemMaxAttemptsArg(fcinfo, BATCH_ARG_MAX_ATTEMPTS, &a);
 	a.answer_mismatch = true;
+	/*
+	 * No waiting for keys in flight (idempotency.await_result): one call
+	 * would wait for each in turn, and keeps the locks of the keys it
+	 * claimed meanwhile; those keys answer in_progress.
+	 */
+	a.await_result = NULL;
 
 	qsort(items, n, sizeof(BatchItem), CompareItems);
 	claim_desc = ClaimDescOf(rsinfo->setDesc);

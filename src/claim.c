@@ -66,6 +66,7 @@
 #include "claim.h"
 #include "hash.h"
 #include "stats.h"
+#include "await.h"
 #include "citus/citus.h"
 
 PG_FUNCTION_INFO_V1(idem_claim);
@@ -600,6 +601,9 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 
 	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
 
+	/* await_result: wait, holding nothing, for a claim in flight (await.c) */
+	(void) IdemAwaitInFlight(a);
+
 	for (int round = 0; outcome == IDEM_OUTCOME_NONE; round++)
 	{
 		ClaimAction act;
@@ -708,6 +712,7 @@ IdemClaimArgsInit(FunctionCallInfo fcinfo, const char *fname, text *key,
 					  a->key, a->scope);
 	a->wait = wait;
 	a->max_attempts = idem_max_attempts;
+	a->await_result = IdemAwaitDefault();	/* idempotency.await_result */
 
 	PreventCommandIfReadOnly(psprintf("%s()", fname));
 
@@ -759,9 +764,7 @@ idem_claim(PG_FUNCTION_ARGS)
 				 IdemErrdetailKey(a.key, a.scope)));
 	(void) IdemMaxAttemptsArg(fcinfo, 7, &a);
 	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("await_result is not supported yet")));
+		a.await_result = IdemAwaitArg(PG_GETARG_INTERVAL_P(6), a.key, a.scope);
 
 	desc = IdemResultDesc(fcinfo);
 

@@ -22,6 +22,7 @@
 #include "worker.h"
 #include "shmem.h"
 #include "guard.h"
+#include "await.h"
 
 PG_MODULE_MAGIC;
 
@@ -30,6 +31,7 @@ int			idem_retention_seconds = 24 * 60 * 60;
 int			idem_max_key_length = 255;
 int			idem_stale_policy = IDEM_STALE_RECLAIM;
 int			idem_max_attempts = 0;
+int			idem_await_result_ms = 0;
 
 static const struct config_enum_entry stale_policy_options[] = {
 	{"reclaim", IDEM_STALE_RECLAIM, false},
@@ -70,6 +72,15 @@ _PG_init(void)
 							0, 0, INT_MAX,
 							PGC_USERSET,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("idempotency.await_result",
+							"How long a claim waits for a claim in flight of its key to finish; 0 does not wait.",
+							"A claim that finds the key processing under another transaction's committed claim waits up to this long for it to complete or fail, and answers as a duplicate of the finished request would; in_progress when the time runs out. Applies to idem_execute, and to idem_claim when its await_result argument is NULL. Only under READ COMMITTED.",
+							&idem_await_result_ms,
+							0, 0, IDEM_MAX_AWAIT_MS,
+							PGC_USERSET,
+							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("idempotency.max_key_length",

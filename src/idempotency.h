@@ -55,6 +55,7 @@ extern int	idem_retention_seconds;
 extern int	idem_max_key_length;
 extern int	idem_stale_policy;
 extern int	idem_max_attempts;
+extern int	idem_await_result_ms;
 
 /* Status of a key row, as the saved SELECT reports it */
 typedef enum IdemStatus

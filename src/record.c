@@ -30,6 +30,7 @@
 #include "input.h"
 #include "claim.h"
 #include "stats.h"
+#include "await.h"
 
 PG_FUNCTION_INFO_V1(idem_complete);
 PG_FUNCTION_INFO_V1(idem_fail);
@@ -208,6 +209,7 @@ idem_complete(PG_FUNCTION_ARGS)
 	pin = IdemConnect();
 	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, &args, NULL);
 	IdemFinish(pin);
+	IdemAwaitNotify(call.scope, call.key);
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 	PG_RETURN_VOID();
 }
@@ -395,6 +397,7 @@ idem_fail(PG_FUNCTION_ARGS)
 	pin = IdemConnect();
 	ExecuteHolderCall(&call, IDEM_STMT_FAIL, &args, NULL);
 	IdemFinish(pin);
+	IdemAwaitNotify(call.scope, call.key);
 	IdemStatsAdd(IDEM_STAT_FAIL, 1);
 	PG_RETURN_VOID();
 }
@@ -440,6 +443,7 @@ idem_release(PG_FUNCTION_ARGS)
 	pin = IdemConnect();
 	ExecuteHolderCall(&call, IDEM_STMT_RELEASE, &args, NULL);
 	IdemFinish(pin);
+	IdemAwaitNotify(call.scope, call.key);
 	PG_RETURN_VOID();
 }
 
@@ -533,6 +537,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 		(void) IdemRestampIfWaited(call.nspid, call.scope, call.key,
 								   DatumGetInt64(args.value[IDEM_PARAM_NEW_TOKEN]), now);
 	IdemFinish(pin);
+	IdemAwaitNotify(call.scope, call.key);
 	PG_RETURN_VOID();
 }
 

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  The extension's shared memory: the counters (stats.c) and the
- *	  launcher's pass flags (worker.c), asked for and attached in one place.
+ *	  The extension's shared memory: the counters (stats.c), the
+ *	  launcher's pass flags (worker.c) and the waiters' wake-up slots
+ *	  (await.c), asked for and attached in one place.
  *
  * Shared memory can only be had when the library is preloaded
  * (shared_preload_libraries); _PG_init installs the hooks then.  Each part
@@ -20,6 +21,7 @@
 #include "idempotency.h"
 #include "stats.h"
 #include "worker.h"
+#include "await.h"
 #include "shmem.h"
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -31,7 +33,8 @@ idem_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(add_size(IdemStatsShmemSize(), IdemWorkerShmemSize()));
+	RequestAddinShmemSpace(add_size(add_size(IdemStatsShmemSize(), IdemWorkerShmemSize()),
+									 IdemAwaitShmemSize()));
 }
 
 /* Attach to every part's shared memory, making it at postmaster start */
@@ -43,6 +46,7 @@ idem_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	IdemStatsShmemAttach();
 	IdemWorkerShmemAttach();
+	IdemAwaitShmemAttach();
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -8,6 +8,9 @@ const assert = require('node:assert/strict');
 const lib = require('./lib');
 
 const LEASE_SECONDS = 8;
+// How long a card-mode retry waits for the request in flight (the services'
+// AWAIT_RESULT_SECONDS, set here so that every language runs the same).
+const AWAIT_RESULT_SECONDS = 3;
 let network;
 let a;
 let b;
@@ -15,7 +18,8 @@ const SCOPE = lib.uid('card-merchant');
 
 before(async () => {
   network = await lib.startCardNetwork();
-  const env = { CARD_NETWORK_URL: network.url, LEASE_SECONDS: String(LEASE_SECONDS) };
+  const env = { CARD_NETWORK_URL: network.url, LEASE_SECONDS: String(LEASE_SECONDS),
+    AWAIT_RESULT_SECONDS: String(AWAIT_RESULT_SECONDS) };
   [a, b] = await Promise.all([lib.startService(env), lib.startService(env)]);
 });
 
@@ -45,6 +49,36 @@ test('card payment: 201 with the authorization; replays on either instance are b
   assert.equal((await lib.keyRow(SCOPE, key)).status, 'completed');
 });
 
+test('a retry that arrives during the card call waits for it: 201 with the first answer, not 409', async () => {
+  const key = lib.uid('card-retry');
+  const order = lib.uid('order-card-retry');
+  const req = { key, scope: SCOPE, card: true, body: { order, amount: 1500, currency: 'EUR' } };
+  // The card network holds this payment's answer: A's request stays in flight.
+  network.hold(SCOPE, key);
+  let first;
+  let retry;
+  try {
+    first = lib.pay(a, req);
+    await lib.waitFor('the authorization request at the card network',
+      () => network.authorizations(SCOPE, key).length === 1);
+    // The retry, on B, while A is at the card network: its claim waits
+    // (await_result) in the database.
+    retry = lib.pay(b, req);
+    await lib.waitFor("the retry's claim waiting for the first request", async () =>
+      Number(await lib.psql(`SELECT count(*) FROM pg_stat_activity
+                             WHERE wait_event_type = 'Extension' AND query LIKE '%await_result%'`)) > 0);
+  } finally {
+    network.release();
+  }
+  const [f, r] = await Promise.all([first, retry]);
+  assert.equal(f.status, 201, f.text);
+  assert.equal(r.status, 201, `the retry got ${r.status} (${r.text}), not the first answer`);
+  assert.equal(r.headers.get('idempotent-replayed'), 'true');
+  assert.equal(r.text, f.text);
+  assert.equal(network.authorizations(SCOPE, key).length, 1);
+  assert.equal(await lib.countPayments(SCOPE, order), 1);
+});
+
 test('50 card payments in flight, retried on a second instance: one authorization and one payment each', async () => {
   const N = 50;
   const reqs = Array.from({ length: N }, (_, i) => ({
@@ -59,8 +93,8 @@ test('50 card payments in flight, retried on a second instance: one authorizatio
     await lib.waitFor('all 50 authorization requests at the card network', () =>
       reqs.every((r) => network.authorizations(r.scope, r.key).length >= 1));
 
-    // Retries on B while A holds the keys: 409 with Retry-After, nothing
-    // authorized again.
+    // Retries on B while A holds the keys: 409 with Retry-After once their
+    // AWAIT_RESULT_SECONDS ran out, nothing authorized again.
     const retry = async () => {
       const rs = await Promise.all(reqs.map((r) => lib.pay(b, r)));
       for (const r of rs) {

@@ -53,7 +53,12 @@ type Config struct {
 	// a lease (work outside the database); otherwise claim, work and
 	// complete share one transaction.
 	Committed func(c *gin.Context) bool
-	MaxBody   int64
+	// AwaitResult: a committed claim that finds its key in flight (the
+	// first request still at the card network) waits up to this long,
+	// holding a DB connection but no lock, for its result and replays it
+	// instead of answering 409; 0 answers 409 at once.
+	AwaitResult time.Duration
+	MaxBody     int64
 }
 
 // Problem is an application/problem+json answer (RFC 9457).
@@ -134,16 +139,17 @@ func SetResult(c *gin.Context, code int, body []byte) {
 
 const claimSQL = `SELECT outcome, coalesce(token, 0), coalesce(response_code, 0), response::text,
        coalesce(recovery_point, ''), coalesce(ceil(extract(epoch FROM retry_after))::int, 1)
-FROM idem_claim($1, $2::jsonb, $3, lease => make_interval(secs => $4), wait => $5)`
+FROM idem_claim($1, $2::jsonb, $3, lease => make_interval(secs => $4), wait => $5,
+                await_result => make_interval(secs => $6))`
 
 type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func claim(ctx context.Context, q queryer, cfg *Config, s *claimState, body []byte, wait bool) (int, sql.NullString, int, error) {
+func claim(ctx context.Context, q queryer, cfg *Config, s *claimState, body []byte, wait bool, await time.Duration) (int, sql.NullString, int, error) {
 	var code, retryAfter int
 	var response sql.NullString
-	err := q.QueryRowContext(ctx, claimSQL, s.key, string(body), s.scope, cfg.Lease.Seconds(), wait).
+	err := q.QueryRowContext(ctx, claimSQL, s.key, string(body), s.scope, cfg.Lease.Seconds(), wait, await.Seconds()).
 		Scan(&s.outcome, &s.token, &code, &response, &s.recoveryPoint, &retryAfter)
 	return code, response, retryAfter, err
 }
@@ -189,11 +195,11 @@ func Middleware(cfg Config) gin.HandlerFunc {
 		var code, retryAfter int
 		var response sql.NullString
 		if s.committed {
-			code, response, retryAfter, err = claim(ctx, cfg.DB, &cfg, s, body, true)
+			code, response, retryAfter, err = claim(ctx, cfg.DB, &cfg, s, body, true, cfg.AwaitResult)
 		} else {
 			s.tx, err = cfg.DB.BeginTx(ctx, nil)
 			if err == nil {
-				code, response, retryAfter, err = claim(ctx, s.tx, &cfg, s, body, cfg.Wait)
+				code, response, retryAfter, err = claim(ctx, s.tx, &cfg, s, body, cfg.Wait, 0)
 			}
 		}
 		if err != nil {

@@ -7,7 +7,7 @@
 // variables of libpq (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE,
 // PGSSLMODE: lib/pq reads them), POOL_SIZE (20), LEASE_SECONDS (30),
 // HEARTBEAT_SECONDS (LEASE_SECONDS / 3), CARD_NETWORK_URL
-// (http://127.0.0.1:4000), WAIT_FOR_DUPLICATES (true).
+// (http://127.0.0.1:4000), WAIT_FOR_DUPLICATES (true), AWAIT_RESULT_SECONDS (3).
 package main
 
 import (
@@ -49,6 +49,7 @@ func main() {
 	poolSize := int(envFloat("POOL_SIZE", 20, 1))
 	lease := envFloat("LEASE_SECONDS", 30, 1)
 	beat := envFloat("HEARTBEAT_SECONDS", lease/3, 0.1)
+	await := envFloat("AWAIT_RESULT_SECONDS", 3, 0)
 	wait, err := strconv.ParseBool(getenv("WAIT_FOR_DUPLICATES", "true"))
 	if err != nil {
 		log.Fatalf("WAIT_FOR_DUPLICATES must be true or false")
@@ -94,6 +95,7 @@ func main() {
 		Lease:       time.Duration(lease * float64(time.Second)),
 		Heartbeat:   time.Duration(beat * float64(time.Second)),
 		Wait:        wait,
+		AwaitResult: time.Duration(await * float64(time.Second)),
 		Validate:    validatePayment,
 		Committed:   func(c *gin.Context) bool { return c.Query("mode") == "card" },
 	})

@@ -16,7 +16,8 @@
 // Environment: HOST (127.0.0.1), PORT (3000; 0 picks a free one), the PG*
 // variables of libpq (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE),
 // POOL_SIZE (20), LEASE_SECONDS (30), HEARTBEAT_SECONDS (LEASE_SECONDS / 3),
-// CARD_NETWORK_URL (http://127.0.0.1:4000), WAIT_FOR_DUPLICATES (true).
+// CARD_NETWORK_URL (http://127.0.0.1:4000), WAIT_FOR_DUPLICATES (true),
+// AWAIT_RESULT_SECONDS (3).
 
 const http = require('node:http');
 const express = require('express');
@@ -38,6 +39,10 @@ const PORT = envNumber('PORT', 3000, 0);
 const POOL_SIZE = envNumber('POOL_SIZE', 20, 1);
 const LEASE_SECONDS = envNumber('LEASE_SECONDS', 30, 1);
 const HEARTBEAT_SECONDS = envNumber('HEARTBEAT_SECONDS', LEASE_SECONDS / 3, 0.1);
+// Card mode: a retry that arrives while the first request is at the card
+// network waits up to this long (holding a pool connection, no lock) for
+// its result, and answers 201 with it instead of 409; 0 answers 409 at once.
+const AWAIT_RESULT_SECONDS = envNumber('AWAIT_RESULT_SECONDS', 3, 0);
 const CARD_NETWORK_URL = (process.env.CARD_NETWORK_URL || 'http://127.0.0.1:4000').replace(/\/+$/, '');
 const MAX_BODY = 64 * 1024;
 if (!['true', 'false', undefined, ''].includes(process.env.WAIT_FOR_DUPLICATES)) {
@@ -166,7 +171,8 @@ function readPayment(req, res, next) {
 // sends exactly what PostgreSQL stored.
 const CLAIM = `SELECT outcome, token::text AS token, response_code, response::text AS response,
                       recovery_point, ceil(extract(epoch FROM retry_after))::int AS retry_after_s
-               FROM idem_claim($1, $2::jsonb, $3, lease => make_interval(secs => $4), wait => $5)`;
+               FROM idem_claim($1, $2::jsonb, $3, lease => make_interval(secs => $4), wait => $5,
+                               await_result => make_interval(secs => $6))`;
 
 // Inserts the payment and returns the response as PostgreSQL's jsonb text.
 const INSERT_PAYMENT = `
@@ -192,7 +198,7 @@ async function payInTransaction(req, res, key, scope) {
   try {
     await client.query('BEGIN');
     const claim = (await client.query(CLAIM,
-      [key, req.rawBody, scope, LEASE_SECONDS, WAIT_FOR_DUPLICATES])).rows[0];
+      [key, req.rawBody, scope, LEASE_SECONDS, WAIT_FOR_DUPLICATES, 0])).rows[0];
     if (claim.outcome !== 'new' && claim.outcome !== 'reclaimed') {
       await client.query('COMMIT');
       return answerExisting(res, claim);
@@ -265,7 +271,10 @@ const checkpoint = (key, scope, token, point) =>
 // 'authorized:<id>' after it (a retry that finds it uses the id and calls
 // nothing).
 async function payWithCard(req, res, key, scope) {
-  const claim = (await pool.query(CLAIM, [key, req.rawBody, scope, LEASE_SECONDS, true])).rows[0];
+  // A duplicate of a payment at the card network waits for its result
+  // (await_result), so that a client's retry gets the first answer.
+  const claim = (await pool.query(CLAIM,
+    [key, req.rawBody, scope, LEASE_SECONDS, true, AWAIT_RESULT_SECONDS])).rows[0];
   if (claim.outcome !== 'new' && claim.outcome !== 'reclaimed')
     return answerExisting(res, claim);
   const token = claim.token;

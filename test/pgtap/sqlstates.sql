@@ -3,7 +3,8 @@
  *
  *   22004  null_value_not_allowed   NULL key, scope (or action)
  *   22023  invalid_parameter_value  empty or over-long key or scope, bad
- *                                   lease, unknown idem_resolve action
+ *                                   lease or await_result, unknown
+ *                                   idem_resolve action
  *   IK001  request mismatch         same key, different request
  *   IK002  stale token              token is not the key's current token
  *   IK003  key not processing       e.g. completing a completed key
@@ -33,7 +34,7 @@
 
 BEGIN;
 
-SELECT plan(186);
+SELECT plan(194);
 
 /* ---- helpers (temporary; gone with the ROLLBACK) ---- */
 
@@ -186,6 +187,12 @@ RESET idempotency.max_key_length;
 /* A lease that is not positive is an invalid value. */
 SELECT pg_temp.error_ok($$SELECT * FROM idem_claim('tap-lease', scope => 'tap-sql', lease => '-1 second')$$,
                         '22023', 'tap-lease', 'tap-sql', 'idem_claim negative lease');
+
+/* await_result: negative, or longer than an hour */
+SELECT pg_temp.error_ok($$SELECT * FROM idem_claim('tap-await', scope => 'tap-sql', await_result => '-1 second')$$,
+                        '22023', 'tap-await', 'tap-sql', 'idem_claim negative await_result');
+SELECT pg_temp.error_ok($$SELECT * FROM idem_claim('tap-await', scope => 'tap-sql', await_result => '2 hours')$$,
+                        '22023', 'tap-await', 'tap-sql', 'idem_claim await_result over an hour');
 
 /* ---- IK001: same key, different request ---- */
 

@@ -46,7 +46,8 @@ public final class Idempotency {
     private static final String CLAIM =
         "SELECT outcome, token, status, response_code, response::text, "
         + "extract(epoch FROM retry_after)::float8, recovery_point "
-        + "FROM idem_claim(?, ?::jsonb, ?, lease => make_interval(secs => ?), wait => ?)";
+        + "FROM idem_claim(?, ?::jsonb, ?, lease => make_interval(secs => ?), wait => ?, "
+        + "await_result => make_interval(secs => ?))";
 
     /**
      * idem_claim.  lease: how long the claim holds without heartbeats
@@ -55,12 +56,24 @@ public final class Idempotency {
      */
     public static Claim claim(Connection c, String key, String requestJson, String scope, Duration lease,
                               boolean wait) throws SQLException {
+        return claim(c, key, requestJson, scope, lease, wait, Duration.ZERO);
+    }
+
+    /**
+     * idem_claim with await_result: a key in flight under another
+     * transaction's committed claim is waited for, up to awaitResult (no
+     * lock held), and its result replayed; IN_PROGRESS when the time runs
+     * out.  Duration.ZERO: the idempotency.await_result setting (0: no wait).
+     */
+    public static Claim claim(Connection c, String key, String requestJson, String scope, Duration lease,
+                              boolean wait, Duration awaitResult) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(CLAIM)) {
             ps.setString(1, key);
             ps.setString(2, requestJson);
             ps.setString(3, scope);
             ps.setDouble(4, lease.toMillis() / 1000.0);
             ps.setBoolean(5, wait);
+            ps.setDouble(6, awaitResult.toMillis() / 1000.0);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 long token = rs.getLong(2);

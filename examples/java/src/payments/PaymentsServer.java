@@ -36,7 +36,10 @@ import java.util.regex.Pattern;
  * (TCP host, 127.0.0.1), PGPORT (5432), PGDATABASE, PGUSER, PGPASSWORD,
  * PGSSLMODE, or JDBC_URL instead of PGHOST/PGPORT/PGDATABASE; POOL_SIZE (20),
  * THREADS (100), LEASE_SECONDS (30), HEARTBEAT_SECONDS (LEASE_SECONDS / 3),
- * CARD_NETWORK_URL (http://127.0.0.1:4000), WAIT_FOR_DUPLICATES (true).
+ * CARD_NETWORK_URL (http://127.0.0.1:4000), WAIT_FOR_DUPLICATES (true),
+ * AWAIT_RESULT_SECONDS (3: in card mode a retry that arrives while the first
+ * request is at the card network waits that long for its result, holding a
+ * pool connection but no lock, and replays it instead of answering 409).
  */
 public final class PaymentsServer {
     private static final int MAX_BODY = 64 * 1024;
@@ -48,16 +51,18 @@ public final class PaymentsServer {
     private final Heartbeats heartbeats;
     private final Duration lease;
     private final boolean waitForDuplicates;
+    private final Duration awaitResult;
     private final String cardNetwork;
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
         .connectTimeout(Duration.ofSeconds(10)).build();
 
     private PaymentsServer(ConnectionPool pool, Heartbeats heartbeats, Duration lease, boolean wait,
-                           String cardNetwork) {
+                           Duration awaitResult, String cardNetwork) {
         this.pool = pool;
         this.heartbeats = heartbeats;
         this.lease = lease;
         this.waitForDuplicates = wait;
+        this.awaitResult = awaitResult;
         this.cardNetwork = cardNetwork;
     }
 
@@ -103,6 +108,7 @@ public final class PaymentsServer {
             new ConnectionPool(url, props, (int) envNumber("POOL_SIZE", 20, 1)),
             new Heartbeats(url, props, lease, Duration.ofMillis((long) (beatSeconds * 1000))),
             lease, Boolean.parseBoolean(env("WAIT_FOR_DUPLICATES", "true")),
+            Duration.ofMillis((long) (envNumber("AWAIT_RESULT_SECONDS", 3, 0) * 1000)),
             env("CARD_NETWORK_URL", "http://127.0.0.1:4000").replaceAll("/+$", ""));
 
         HttpServer server = HttpServer.create(new InetSocketAddress(host, port), 512);
@@ -403,7 +409,8 @@ public final class PaymentsServer {
         Claim claim;
         Connection c = pool.borrow();
         try {
-            claim = Idempotency.claim(c, key, body, scope, lease, true); // autocommit: committed
+            // autocommit: committed; a retry during the card call awaits its result
+            claim = Idempotency.claim(c, key, body, scope, lease, true, awaitResult);
         } finally {
             pool.release(c);
         }
