@@ -21,6 +21,7 @@
 #include "claim.h"
 #include "worker.h"
 #include "shmem.h"
+#include "stats.h"
 #include "guard.h"
 
 PG_MODULE_MAGIC;
@@ -81,6 +82,7 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	IdemStatsInit();
 	if (process_shared_preload_libraries_in_progress)
 		IdemShmemInit();
 	IdemWorkerInit();

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  The extension's shared memory: the counters (stats.c) and the
+ *	  The extension's shared memory: the counters (stats.c, with their lock) and the
  *	  launcher's pass flags (worker.c), asked for and attached in one place.
  *
  * Shared memory can only be had when the library is preloaded
@@ -32,6 +32,7 @@ idem_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(add_size(IdemStatsShmemSize(), IdemWorkerShmemSize()));
+	IdemStatsShmemRequest();
 }
 
 /* Attach to every part's shared memory, making it at postmaster start */

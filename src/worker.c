@@ -697,6 +697,7 @@ idem_worker_main(Datum main_arg)
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("idempotency worker");
+	IdemStatsPrepare();			/* counted in this database, from here on */
 
 	PG_TRY();
 	{
