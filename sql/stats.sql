@@ -82,7 +82,7 @@ SET ROLE idempotency_admin;
 SELECT count(*) > 0 AS admin_reads FROM idem_stats_databases();
 RESET ROLE;
 
--- the postgres_exporter query in README.md runs and returns one row
+-- the columns of monitoring/queries.yaml's query (make check-monitoring runs the file) exist
 SELECT count(*) AS rows FROM (
     SELECT claims_new, claims_replay, claims_in_progress, claims_reclaimed, claims_stale,
            request_mismatches, completes, fails, stale_tokens, leases_expired, rows_deleted,
