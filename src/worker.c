@@ -643,9 +643,16 @@ ExpireBatch(int batch_size)
 	nspid = ExtensionSchema();
 	if (OidIsValid(nspid))
 	{
-		Oid			admin = ExpiryRole();
+		Oid			admin;
 		Oid			save_userid;
 		int			save_sec;
+
+		/*
+		 * This database's counters, found now rather than when a failure
+		 * is counted; a database without the extension takes no slot.
+		 */
+		IdemStatsPrepare();
+		admin = ExpiryRole();
 
 		/*
 		 * The work runs with idempotency_admin's privileges only, in a
@@ -697,7 +704,6 @@ idem_worker_main(Datum main_arg)
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("idempotency worker");
-	IdemStatsPrepare();			/* counted in this database, from here on */
 
 	PG_TRY();
 	{

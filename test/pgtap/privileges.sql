@@ -21,7 +21,7 @@
 
 BEGIN;
 
-SELECT plan(93);
+SELECT plan(96);
 
 /* ---- PUBLIC ---- */
 
@@ -124,6 +124,12 @@ SELECT function_privs_are('idem_stats_reset', ARRAY[]::name[],
                           'idempotency_app', ARRAY[]::name[], 'idempotency_app may NOT reset the statistics');
 SELECT function_privs_are('idem_stats_reset', ARRAY[]::name[],
                           'public', ARRAY[]::name[], 'PUBLIC may NOT reset the statistics');
+SELECT function_privs_are('idem_stats_databases', ARRAY[]::name[],
+                          'idempotency_admin', ARRAY['EXECUTE'], 'idempotency_admin may read every database''s counters');
+SELECT function_privs_are('idem_stats_databases', ARRAY[]::name[],
+                          'idempotency_app', ARRAY[]::name[], 'idempotency_app may NOT read every database''s counters');
+SELECT function_privs_are('idem_stats_databases', ARRAY[]::name[],
+                          'public', ARRAY[]::name[], 'PUBLIC may NOT read every database''s counters');
 
 /* ---- Citus helpers ---- */
 
