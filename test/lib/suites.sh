@@ -565,7 +565,8 @@ suite_citus()
 suite_monitoring()
 {
 	local exporter=/usr/bin/prometheus-postgres-exporter data=$WORK/monitoring_data port eport n
-	local scrape=$WORK/monitoring.scrape dash=monitoring/grafana-dashboard.json m v db
+	local scrape=$WORK/monitoring.scrape dash=monitoring/grafana-dashboard.json m v db help
+	local -a flags
 	say "monitoring (prometheus-postgres-exporter with monitoring/queries.yaml)"
 	if [ ! -x "$exporter" ] || ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
 		fail "monitoring (prometheus-postgres-exporter, jq or curl is not installed: bash test/run.sh monitoring installs them)"
@@ -621,11 +622,22 @@ SQL
 	fi
 
 	eport=$(free_port 9187)
+	# Only the queries file: the built-in metrics off, and every collector
+	# its --help lists (0.11.1: database, bgwriter; later versions have
+	# more), since with two DSNs of one server each would report the same
+	# series twice and fail the scrape (docs/operations.md)
+	flags=(--extend.query-path="$WORK/monitoring/queries.yaml" --web.listen-address="127.0.0.1:$eport")
+	help=$("$exporter" --help 2>&1)
+	for m in disable-default-metrics disable-settings-metrics; do
+		grep -qE -- "--(\[no-\])?$m\b" <<<"$help" && flags+=("--$m")
+	done
+	for m in $(grep -oE -- '--(\[no-\])?collector\.[a-z_]+' <<<"$help" | sed -E 's/^--(\[no-\])?collector\.//' | sort -u); do
+		flags+=("--no-collector.$m")
+	done
+	note "$("$exporter" --version 2>&1 | head -n 1); ${flags[*]:2}"
 	setsid runuser -u postgres -- env -C "$WORK" \
 		DATA_SOURCE_NAME="postgresql://exporter@127.0.0.1:$port/pay_a?sslmode=disable,postgresql://exporter@127.0.0.1:$port/pay_b?sslmode=disable" \
-		"$exporter" --extend.query-path="$WORK/monitoring/queries.yaml" --web.listen-address="127.0.0.1:$eport" \
-		--disable-default-metrics --disable-settings-metrics --no-collector.database --no-collector.bgwriter \
-		>"$WORK/monitoring.exporter.log" 2>&1 </dev/null &
+		"$exporter" "${flags[@]}" >"$WORK/monitoring.exporter.log" 2>&1 </dev/null &
 	CHILD=$!
 	mon_scrape()
 	{
