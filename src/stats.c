@@ -112,7 +112,10 @@ IdemStatsShmemRequest(void)
 	RequestNamedLWLockTranche(STATS_TRANCHE, 1);
 }
 
-/* Zero one set of counters */
+/*
+ * Zero one set of counters, stats_reset set to since; worker_last_pass,
+ * not a counter, is left as it is (init: made NULL).
+ */
 static void
 ZeroStats(IdemDbStats *s, TimestampTz since, bool init)
 {
@@ -132,7 +135,6 @@ ZeroStats(IdemDbStats *s, TimestampTz since, bool init)
 	else
 	{
 		pg_atomic_write_u64(&s->max_batch_rows, 0);
-		pg_atomic_write_u64(&s->last_pass, 0);
 		pg_atomic_write_u64(&s->reset_at, (uint64) since);
 	}
 }
@@ -204,6 +206,7 @@ MyStatsSlow(void)
 			{
 				/* counting in this database began at server start */
 				ZeroStats(s, idem_stats_shared->started, false);
+				pg_atomic_write_u64(&s->last_pass, 0);
 				s->dbid = MyDatabaseId;
 			}
 		}
