@@ -332,8 +332,9 @@ StatsRowType(FunctionCallInfo fcinfo, int lead)
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	/* a declaration of any version: the counters of 0.3.0, and some after */
 	n = desc->natts - lead;
-	if (n != STATS_COLUMNS && n != STATS_COLUMNS_0_3)
+	if (n < STATS_COLUMNS_0_3 || n > STATS_COLUMNS)
 		elog(ERROR, "idempotency statistics function returns %d columns, expected %d",
 			 desc->natts, lead + STATS_COLUMNS);
 	return desc;
@@ -390,11 +391,9 @@ idem_stats_databases(PG_FUNCTION_ARGS)
 	Oid		   *dbids;
 	int			n = 0;
 
+	(void) StatsRowType(fcinfo, 2);
 	InitMaterializedSRF(fcinfo, 0);
 	desc = rsinfo->setDesc;
-	if (desc->natts != 2 + STATS_COLUMNS)
-		elog(ERROR, "idem_stats_databases() returns %d columns, expected %d",
-			 desc->natts, 2 + STATS_COLUMNS);
 	if (idem_stats_shared == NULL)
 		PG_RETURN_VOID();
 
@@ -421,13 +420,13 @@ idem_stats_databases(PG_FUNCTION_ARGS)
 			LWLockAcquire(idem_stats_shared->lock, LW_SHARED);
 			s = FindSlot(dbids[i]);
 			if (s != NULL)
-				FillStats(s, STATS_COLUMNS, values + 2, nulls + 2);
+				FillStats(s, desc->natts - 2, values + 2, nulls + 2);
 			LWLockRelease(idem_stats_shared->lock);
 			if (s == NULL)
 				continue;		/* freed meanwhile */
 		}
 		else
-			FillStats(&idem_stats_shared->other, STATS_COLUMNS, values + 2, nulls + 2);
+			FillStats(&idem_stats_shared->other, desc->natts - 2, values + 2, nulls + 2);
 		values[0] = ObjectIdGetDatum(dbids[i]);
 		nulls[0] = !OidIsValid(dbids[i]);
 		values[1] = name ? DirectFunctionCall1(namein, CStringGetDatum(name)) : (Datum) 0;

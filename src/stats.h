@@ -25,7 +25,13 @@ typedef enum IdemStat
 	IDEM_STAT_DELETED,			/* rows past expires_at deleted */
 	IDEM_STAT_WORKER_PASSES,
 	IDEM_STAT_WORKER_ERRORS,
-	/* after this line: columns that idem_stats() has from 0.4.0 on */
+	/*
+	 * Counters added since 0.3.0: idem_stats() and idem_stats_databases()
+	 * show them after stats_reset, in this order (stats.c, FillStats).  A
+	 * new one goes last here and as the last OUT column of both functions
+	 * in the version's install step; older declarations get the counters
+	 * they name.
+	 */
 	IDEM_STAT_ATTEMPTS_EXHAUSTED,	/* claims refused: the key's attempts ran out */
 	IDEM_STAT_CLAIM_AWAITED,	/* claims that waited for an in-flight result */
 	IDEM_NUM_STATS
