@@ -108,10 +108,12 @@ demo:
 # the server PG_CONFIG names (test/suite.sh): check-valgrind (memcheck),
 # check-citus (a Citus cluster), check-examples (the HTTP services),
 # check-package (the Debian package), check-bench (exactly-once under
-# contention).  test/run.sh installs their packages, builds, installs and
-# calls these targets, on every version.
-.PHONY: check-valgrind check-citus check-examples check-package check-bench
-check-valgrind check-citus check-package check-bench:
+# contention), check-monitoring (prometheus-postgres-exporter with
+# monitoring/queries.yaml, and the dashboard's metrics).  test/run.sh
+# installs their packages, builds, installs and calls these targets, on
+# every version.
+.PHONY: check-valgrind check-citus check-examples check-package check-bench check-monitoring
+check-valgrind check-citus check-package check-bench check-monitoring:
 	PG_MAJOR=$(MAJORVERSION) PG_BIN=$(bindir) bash test/suite.sh $(patsubst check-%,%,$@)
 check-examples:
 	PG_MAJOR=$(MAJORVERSION) PG_BIN=$(bindir) bash test/suite.sh http

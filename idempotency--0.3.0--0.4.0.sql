@@ -429,3 +429,90 @@ BEGIN
     END IF;
 END
 $delegate$;
+
+-- Counters per database (issue 30)
+/*
+ * The counters are kept per database (they were cluster-wide): the view
+ * shows this database's, idem_stats_databases() every database's, and
+ * idem_stats_reset() zeroes this database's only.  Two counters more,
+ * attempts_exhausted and claims_awaited, at the end of idem_stats()'s
+ * columns and the view's.
+ */
+DROP VIEW idempotency_stats;
+DROP FUNCTION idem_stats();
+CREATE FUNCTION idem_stats(
+    OUT claims_new bigint,
+    OUT claims_replay bigint,
+    OUT claims_in_progress bigint,
+    OUT claims_reclaimed bigint,
+    OUT claims_stale bigint,
+    OUT request_mismatches bigint,
+    OUT completes bigint,
+    OUT fails bigint,
+    OUT stale_tokens bigint,
+    OUT leases_expired bigint,
+    OUT rows_deleted bigint,
+    OUT worker_passes bigint,
+    OUT worker_errors bigint,
+    OUT max_batch_rows bigint,
+    OUT worker_last_pass timestamptz,
+    OUT stats_reset timestamptz,
+    OUT attempts_exhausted bigint,
+    OUT claims_awaited bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'idem_stats'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION idem_stats() IS
+    'Counters of this database behind the idempotency_stats view';
+COMMENT ON FUNCTION idem_stats_reset() IS
+    'Zeroes this database''s idempotency_stats counters, and forgets those of dropped databases';
+
+CREATE FUNCTION idem_stats_databases(
+    OUT dbid oid,
+    OUT datname name,
+    OUT claims_new bigint,
+    OUT claims_replay bigint,
+    OUT claims_in_progress bigint,
+    OUT claims_reclaimed bigint,
+    OUT claims_stale bigint,
+    OUT request_mismatches bigint,
+    OUT completes bigint,
+    OUT fails bigint,
+    OUT stale_tokens bigint,
+    OUT leases_expired bigint,
+    OUT rows_deleted bigint,
+    OUT worker_passes bigint,
+    OUT worker_errors bigint,
+    OUT max_batch_rows bigint,
+    OUT worker_last_pass timestamptz,
+    OUT stats_reset timestamptz,
+    OUT attempts_exhausted bigint,
+    OUT claims_awaited bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'idem_stats_databases'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED ROWS 4;
+COMMENT ON FUNCTION idem_stats_databases() IS
+    'The idempotency counters of every database of the server (dbid NULL: databases counted together when idempotency.stats_max_databases ran out)';
+
+CREATE VIEW idempotency_stats AS
+SELECT s.*,
+       (SELECT pg_catalog.count(*) FROM idempotency_keys k
+         WHERE k.status OPERATOR(pg_catalog.=) 'processing') AS processing_keys,
+       (SELECT pg_catalog.count(*) FROM idempotency_keys k
+         WHERE k.due_at OPERATOR(pg_catalog.<=) pg_catalog.now()
+           AND k.status OPERATOR(pg_catalog.=) 'processing'
+           AND k.locked_until OPERATOR(pg_catalog.<=) pg_catalog.now()) AS stale_processing_keys,
+       (SELECT pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.min(k.created_at)
+          FROM idempotency_keys k
+         WHERE k.status OPERATOR(pg_catalog.=) 'processing') AS oldest_processing_age,
+       idem_table_bytes() AS table_bytes
+FROM idem_stats() s;
+COMMENT ON VIEW idempotency_stats IS
+    'What the extension did in this database (counters since stats_reset) and the state of idempotency_keys now';
+
+REVOKE ALL ON FUNCTION idem_stats() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_stats_databases() FROM PUBLIC;
+REVOKE ALL ON TABLE idempotency_stats FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem_stats() TO idempotency_admin;
+GRANT EXECUTE ON FUNCTION idem_stats_databases() TO idempotency_admin;
+GRANT SELECT ON TABLE idempotency_stats TO idempotency_admin;

@@ -512,6 +512,7 @@ ExhaustClaim(IdemClaimArgs *a, IdemRow *row, bool reclaim, TupleDesc desc,
 	a->lease = lease;
 	if (written)
 	{
+		IdemStatsAdd(IDEM_STAT_ATTEMPTS_EXHAUSTED, 1);
 		row->status = IdemStatusValue(TupleDescAttr(desc, CLAIM_STATUS)->atttypid, IDEM_FAILED);
 		row->status_code = IDEM_FAILED;
 		row->retryable = false;
@@ -602,7 +603,8 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
 
 	/* await_result: wait, holding nothing, for a claim in flight (await.c) */
-	(void) IdemAwaitInFlight(a);
+	if (IdemAwaitInFlight(a))
+		IdemStatsAdd(IDEM_STAT_CLAIM_AWAITED, 1);
 
 	for (int round = 0; outcome == IDEM_OUTCOME_NONE; round++)
 	{

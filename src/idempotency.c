@@ -21,6 +21,7 @@
 #include "claim.h"
 #include "worker.h"
 #include "shmem.h"
+#include "stats.h"
 #include "guard.h"
 #include "await.h"
 
@@ -102,6 +103,7 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	IdemStatsInit();
 	if (process_shared_preload_libraries_in_progress)
 		IdemShmemInit();
 	IdemWorkerInit();

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  The extension's shared memory: the counters (stats.c), the
- *	  launcher's pass flags (worker.c) and the waiters' wake-up slots
- *	  (await.c), asked for and attached in one place.
+ *	  The extension's shared memory: the counters (stats.c, with their
+ *	  lock), the launcher's pass flags (worker.c) and the waiters' wake-up
+ *	  slots (await.c), asked for and attached in one place.
  *
  * Shared memory can only be had when the library is preloaded
  * (shared_preload_libraries); _PG_init installs the hooks then.  Each part
@@ -35,6 +35,7 @@ idem_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(add_size(add_size(IdemStatsShmemSize(), IdemWorkerShmemSize()),
 									 IdemAwaitShmemSize()));
+	IdemStatsShmemRequest();
 }
 
 /* Attach to every part's shared memory, making it at postmaster start */

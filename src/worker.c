@@ -643,9 +643,16 @@ ExpireBatch(int batch_size)
 	nspid = ExtensionSchema();
 	if (OidIsValid(nspid))
 	{
-		Oid			admin = ExpiryRole();
+		Oid			admin;
 		Oid			save_userid;
 		int			save_sec;
+
+		/*
+		 * This database's counters, found now rather than when a failure
+		 * is counted; a database without the extension takes no slot.
+		 */
+		IdemStatsPrepare();
+		admin = ExpiryRole();
 
 		/*
 		 * The work runs with idempotency_admin's privileges only, in a

@@ -9,13 +9,15 @@
 # suites there on throwaway servers as that user: regress, isolation and tap
 # through make installcheck and make prove_installcheck, pgtap with pg_prove,
 # the slow ones through their make targets (make check-valgrind,
-# check-citus, check-examples, check-package, check-bench: test/suite.sh);
+# check-citus, check-examples, check-package, check-bench, check-monitoring:
+# test/suite.sh);
 # the suites themselves are in test/lib/suites.sh.
 #   15  on this machine (Debian bookworm's postgresql-15): every suite
 #   17  in a Debian trixie chroot: regress isolation pgtap tap package bench
+#       monitoring
 #   18  in a Debian forky chroot: the same, valgrind and citus
 #   19  in a Debian forky chroot with experimental's postgresql-19:
-#       regress isolation tap package bench, and pgtap when Debian ships a
+#       regress isolation tap package bench monitoring, and pgtap when Debian ships a
 #       postgresql-19-pgtap (it does not yet: counted as skipped)
 # test/lib/chroot.sh makes each chroot with debootstrap --variant=minbase
 # from the mirror of this machine's apt sources (the base system cached as
@@ -47,6 +49,10 @@
 #              install it, use it
 #   bench      bench/run.sh --check: the benchmark's contention mode, short,
 #              checking exactly-once for every variant (no timing asserted)
+#   monitoring Debian's prometheus-postgres-exporter with monitoring/queries.yaml
+#              against a server with two databases and traffic: the scraped
+#              counters of each, exact, and every metric
+#              monitoring/grafana-dashboard.json references
 #   valgrind   pg_regress and the isolation specs again, against one server
 #              run under valgrind's memcheck (every backend and the worker)
 #   citus      test/citus/checks.sh: a Citus cluster on loopback (1
@@ -141,7 +147,7 @@ trap cleanup EXIT
 trap 'interrupted INT' INT
 trap 'interrupted TERM' TERM
 
-ALL_SUITES="regress isolation pgtap tap http package bench valgrind citus"
+ALL_SUITES="regress isolation pgtap tap http package bench monitoring valgrind citus"
 # The versions, and the suites each runs by default (test/lib/chroot.sh
 # says where each comes from).  Every SQL-level suite and bench's
 # exactly-once check on every version; valgrind on 15 and 18; http on 15
@@ -154,9 +160,9 @@ default_suites()
 {
 	local s
 	case $1 in
-	15) s="regress isolation pgtap tap http package bench valgrind" ;;
-	18) s="regress isolation pgtap tap package bench valgrind" ;;
-	*) s="regress isolation pgtap tap package bench" ;;
+	15) s="regress isolation pgtap tap http package bench monitoring valgrind" ;;
+	18) s="regress isolation pgtap tap package bench monitoring valgrind" ;;
+	*) s="regress isolation pgtap tap package bench monitoring" ;;
 	esac
 	case " $IDEM_CITUS_VERSIONS " in *" $1 "*) s="$s citus" ;; esac
 	echo "$s"
@@ -231,7 +237,7 @@ run_one_version()
 	fi
 	for s in $suites; do
 		case $s in
-		valgrind | citus | http | package | bench) run_target "$s" ;;
+		valgrind | citus | http | package | bench | monitoring) run_target "$s" ;;
 		*) "suite_$s" ;;
 		esac
 	done
@@ -265,6 +271,7 @@ suite_packages()
 		case $s in
 		bench) echo redis-server libhiredis-dev ;;
 		valgrind) echo valgrind ;;
+		monitoring) echo prometheus-postgres-exporter jq curl ;;
 		esac
 	done
 }

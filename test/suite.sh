@@ -10,11 +10,15 @@
 #                          conformance suite (the suite named http)
 #   make check-package     the version's Debian package, built, installed, used
 #   make check-bench       bench/run.sh --check: exactly-once under contention
+#   make check-monitoring  prometheus-postgres-exporter with monitoring/queries.yaml
+#                          against two databases with traffic; the dashboard's
+#                          metrics
 #
 # As root (servers run as the postgres OS user).  It installs nothing the
 # suite does not fetch for itself (http: Node.js, Go and Java with their
 # modules; citus: builds Citus from ../shared/citus when missing); what the
-# others need (valgrind; redis-server and libhiredis-dev) bash test/run.sh
+# others need (valgrind; redis-server and libhiredis-dev;
+# prometheus-postgres-exporter, jq and curl) bash test/run.sh
 # installs, and then calls these targets.  Prints a line per test ("ok",
 # "FAILED" or "skipped", each naming the version), then
 # "suite NAME: N ok, N failed, N skipped"; exits non-zero when one failed.
@@ -25,8 +29,8 @@ cd "$(dirname "$0")/.." || exit 2
 
 suite=${1:-}
 case $suite in
-valgrind | citus | http | package | bench) ;;
-*) echo "usage: test/suite.sh valgrind|citus|http|package|bench (make check-...)" >&2; exit 2 ;;
+valgrind | citus | http | package | bench | monitoring) ;;
+*) echo "usage: test/suite.sh valgrind|citus|http|package|bench|monitoring (make check-...)" >&2; exit 2 ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "test/suite.sh: run as root (it starts servers as the postgres OS user)" >&2; exit 2; }
 [ -x "$PG_BIN/pg_config" ] || { echo "test/suite.sh: no PostgreSQL at $PG_BIN" >&2; exit 2; }
@@ -49,6 +53,7 @@ missing=""
 case $suite in
 valgrind) command -v valgrind >/dev/null || missing=valgrind ;;
 bench) command -v redis-server >/dev/null || missing=redis-server ;;
+monitoring) command -v prometheus-postgres-exporter >/dev/null || missing=prometheus-postgres-exporter ;;
 esac
 if [ -n "$missing" ]; then
 	fail "$suite ($missing is not installed: bash test/run.sh $suite installs it)"

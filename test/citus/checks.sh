@@ -786,6 +786,33 @@ else
 	notok citus/stats "table_bytes, the shell's size, citus_total_relation_size: $stats"
 fi
 
+# 12b'. the counters are each node's own (issue 30): reset on every node,
+# six new keys through the coordinator (delegated or not, each claim runs
+# on one node), and the nodes' claims_new add up to six
+stats_per_node()
+{
+	local check=citus/stats-per-node node i sum=0 v seen=""
+	for node in coordinator worker1 worker2; do
+		qv "$node" "SELECT idem_stats_reset()" >/dev/null || { notok "$check" "idem_stats_reset() on $node failed"; return; }
+	done
+	for i in 1 2 3 4 5 6; do
+		qv coordinator "SELECT outcome FROM idem_claim('spn-$i', NULL, 'spn-scope-$i')" >/dev/null ||
+			{ notok "$check" "claim $i failed"; return; }
+	done
+	for node in coordinator worker1 worker2; do
+		v=$(qv "$node" "SELECT claims_new FROM idempotency_stats")
+		[[ "$v" =~ ^[0-9]+$ ]] || { notok "$check" "$node: claims_new is '$v'"; return; }
+		sum=$((sum + v))
+		seen="$seen $node=$v"
+	done
+	if [ "$sum" = 6 ]; then
+		ok "$check (six new keys counted once each, on the node that ran the claim:$seen)"
+	else
+		notok "$check" "claims_new per node:$seen (sum $sum, wanted 6)"
+	fi
+}
+stats_per_node
+
 # 12c. a shard move while worker1 writes key rows on its own shard: a new
 # key's first statement takes Citus's shard metadata lock
 # (lock_shard_metadata) and holds it to the end of the transaction, as

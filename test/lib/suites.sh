@@ -561,3 +561,157 @@ suite_citus()
 	fi
 	bash test/citus/cluster.sh stop "$WORK/citus" >/dev/null 2>&1
 }
+
+# monitoring: Debian's prometheus-postgres-exporter with monitoring/queries.yaml
+# against a server with two databases that have the extension and traffic
+# of every kind in each; the scrape must give each database its own exact
+# counters (labelled datname), the worker's passes in the database it
+# worked on, zeros after a restart (the counters are not kept across one),
+# and every metric that monitoring/grafana-dashboard.json references.
+suite_monitoring()
+{
+	local exporter=/usr/bin/prometheus-postgres-exporter data=$WORK/monitoring_data port eport n
+	local scrape=$WORK/monitoring.scrape dash=monitoring/grafana-dashboard.json m v db help
+	local -a flags
+	say "monitoring (prometheus-postgres-exporter with monitoring/queries.yaml)"
+	if [ ! -x "$exporter" ] || ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
+		fail "monitoring (prometheus-postgres-exporter, jq or curl is not installed: bash test/run.sh monitoring installs them)"
+		return
+	fi
+	port=$(free_port 5487)
+	if ! start_server "$data" "$port" "idempotency.worker_databases = 'pay_b'
+idempotency.worker_interval = '200ms'"; then
+		fail "monitoring (server did not start)"
+		return
+	fi
+	mon_sql() { as_postgres psql -X -qAt -v ON_ERROR_STOP=0 -h "$WORK" -p "$port" -d "$1" -c "$2" 2>/dev/null; }
+	for db in pay_a pay_b; do
+		mon_sql postgres "CREATE DATABASE $db" >/dev/null
+		mon_sql "$db" "CREATE EXTENSION idempotency" >/dev/null
+	done
+	mon_sql postgres "CREATE ROLE exporter LOGIN IN ROLE idempotency_admin" >/dev/null
+	# pay_a: every outcome, a mismatch, a complete and a fail
+	as_postgres psql -X -q -h "$WORK" -p "$port" -d pay_a >"$WORK/monitoring.traffic" 2>&1 <<'SQL'
+SELECT token AS t FROM idem_claim('a1', '{"x": 1}', 's') \gset
+SELECT idem_complete('a1', 200, '{}', 's', :t);
+SELECT idem_claim('a1', '{"x": 1}', 's');
+SELECT idem_claim('a1', '{"x": 1}', 's');
+SELECT idem_claim('a1', '{"x": 2}', 's');
+SELECT idem_claim('a2', NULL, 's');
+SELECT idem_claim('a2', NULL, 's');
+SELECT idem_claim('a3', NULL, 's', lease => '10 ms');
+SELECT pg_sleep(0.05);
+SELECT idem_claim('a3', NULL, 's');
+SET idempotency.stale_policy = 'hold';
+SELECT idem_claim('a4', NULL, 's', lease => '10 ms');
+SELECT pg_sleep(0.05);
+SELECT idem_claim('a4', NULL, 's');
+RESET idempotency.stale_policy;
+SELECT token AS t FROM idem_claim('a5', NULL, 's') \gset
+SELECT idem_fail('a5', 's', :t);
+SQL
+	# pay_b: three new keys, a complete, a replay
+	as_postgres psql -X -q -h "$WORK" -p "$port" -d pay_b >>"$WORK/monitoring.traffic" 2>&1 <<'SQL'
+SELECT token AS t FROM idem_claim('b1', NULL, 's') \gset
+SELECT idem_claim('b' || i, NULL, 's') FROM generate_series(2, 3) i;
+SELECT idem_complete('b1', 201, '{}', 's', :t);
+SELECT idem_claim('b1', NULL, 's');
+SQL
+	for n in $(seq 60); do
+		[ "$(mon_sql pay_b "SELECT worker_passes > 0 FROM idempotency_stats")" = t ] && break
+		sleep 0.5
+	done
+	if [ "$(mon_sql pay_b "SELECT worker_passes > 0 FROM idempotency_stats")" = t ]; then
+		pass "monitoring/worker (passes counted in pay_b)"
+	else
+		fail "monitoring/worker (no worker pass counted in pay_b)"
+	fi
+
+	eport=$(free_port 9187)
+	# Only the queries file: the built-in metrics off, and every collector
+	# its --help lists (0.11.1: database, bgwriter; later versions have
+	# more), since with two DSNs of one server each would report the same
+	# series twice and fail the scrape (docs/operations.md)
+	flags=(--extend.query-path="$WORK/monitoring/queries.yaml" --web.listen-address="127.0.0.1:$eport")
+	help=$("$exporter" --help 2>&1)
+	for m in disable-default-metrics disable-settings-metrics; do
+		grep -qE -- "--(\[no-\])?$m\b" <<<"$help" && flags+=("--$m")
+	done
+	for m in $(grep -oE -- '--(\[no-\])?collector\.[a-z_]+' <<<"$help" | sed -E 's/^--(\[no-\])?collector\.//' | sort -u); do
+		flags+=("--no-collector.$m")
+	done
+	note "$("$exporter" --version 2>&1 | head -n 1); ${flags[*]:2}"
+	setsid runuser -u postgres -- env -C "$WORK" \
+		DATA_SOURCE_NAME="postgresql://exporter@127.0.0.1:$port/pay_a?sslmode=disable,postgresql://exporter@127.0.0.1:$port/pay_b?sslmode=disable" \
+		"$exporter" "${flags[@]}" >"$WORK/monitoring.exporter.log" 2>&1 </dev/null &
+	CHILD=$!
+	mon_scrape()
+	{
+		for _ in $(seq 40); do
+			curl -s "http://127.0.0.1:$eport/metrics" >"$scrape" 2>/dev/null &&
+				grep -q '^idempotency_claims_new{.*datname="pay_b"' "$scrape" &&
+				grep -q '^idempotency_claims_new{.*datname="pay_a"' "$scrape" && return 0
+			sleep 0.5
+		done
+		return 1
+	}
+	# the value of metric $1 for database $2 in the last scrape
+	mon_value() { sed -nE "s/^$1\{(.*,)?datname=\"$2\"(,.*)?\} ([^ ]+)\$/\3/p" "$scrape"; }
+	mon_expect()
+	{
+		local what=$1 db=$2 metrics=$3 want=$4 got="" m
+		for m in $metrics; do got="$got${got:+ }$m=$(mon_value "idempotency_$m" "$db")"; done
+		if [ "$got" = "$want" ]; then
+			pass "monitoring/$what"
+		else
+			fail "monitoring/$what"
+			printf '          want: %s\n          got:  %s\n' "$want" "$got"
+		fi
+	}
+	if ! mon_scrape; then
+		fail "monitoring/scrape (no idempotency metrics for both databases)"
+		tail_logs "$WORK/monitoring.exporter.log" "$scrape" "$WORK/monitoring.traffic"
+	else
+		pass "monitoring/scrape ($(grep -c '^idempotency_' "$scrape") idempotency samples)"
+		m="claims_new claims_replay claims_in_progress claims_reclaimed claims_stale claims_awaited request_mismatches attempts_exhausted completes fails stale_tokens worker_errors"
+		mon_expect "pay_a counters" pay_a "$m" \
+			"claims_new=5 claims_replay=2 claims_in_progress=1 claims_reclaimed=1 claims_stale=1 claims_awaited=0 request_mismatches=1 attempts_exhausted=0 completes=1 fails=1 stale_tokens=0 worker_errors=0"
+		mon_expect "pay_b counters" pay_b "$m" \
+			"claims_new=3 claims_replay=1 claims_in_progress=0 claims_reclaimed=0 claims_stale=0 claims_awaited=0 request_mismatches=0 attempts_exhausted=0 completes=1 fails=0 stale_tokens=0 worker_errors=0"
+		mon_expect "pay_a gauges" pay_a "processing_keys stale_processing_keys" \
+			"processing_keys=3 stale_processing_keys=1"
+		mon_expect "worker passes only where the worker ran" pay_a "worker_passes" "worker_passes=0"
+		v=$(mon_value idempotency_table_bytes pay_a)
+		if [ -n "$v" ] && awk "BEGIN { exit !($v > 0) }"; then
+			pass "monitoring/table_bytes ($v)"
+		else
+			fail "monitoring/table_bytes (got '$v')"
+		fi
+		# every metric the dashboard references is one the exporter produces
+		n=0
+		for m in $(jq -r '[.. | objects | (.expr?, .definition?, .query?) | strings] | .[]' "$dash" |
+			grep -oE 'idempotency_[a-z_]+' | sort -u); do
+			n=$((n + 1))
+			grep -qE "^$m(\{| )" "$scrape" || { fail "monitoring/dashboard ($m is not in the scrape)"; n=-1000; }
+		done
+		if [ "$n" -gt 0 ]; then
+			pass "monitoring/dashboard ($n metrics, all scraped)"
+		elif [ "$n" -eq 0 ]; then
+			fail "monitoring/dashboard (no metric found in $dash)"
+		fi
+		# a restart loses the counters (like pg_stat_statements)
+		as_postgres pg_ctl -D "$data" -m fast -w restart -l "$data/server.log" >/dev/null
+		: >"$scrape"
+		for _ in $(seq 40); do
+			curl -sf "http://127.0.0.1:$eport/metrics" >"$scrape" 2>/dev/null &&
+				[ "$(mon_value idempotency_claims_new pay_a)" = 0 ] && break
+			sleep 0.5
+		done
+		mon_expect "restart zeroes the counters" pay_a "claims_new claims_replay processing_keys" \
+			"claims_new=0 claims_replay=0 processing_keys=3"
+	fi
+	kill -TERM -- "-$CHILD" 2>/dev/null
+	wait "$CHILD" 2>/dev/null
+	CHILD=""
+	stop_server "$data"
+}

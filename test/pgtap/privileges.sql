@@ -21,7 +21,7 @@
 
 BEGIN;
 
-SELECT plan(97);
+SELECT plan(100);
 
 /* ---- PUBLIC ---- */
 
@@ -132,6 +132,12 @@ SELECT function_privs_are('idem_stats_reset', ARRAY[]::name[],
                           'idempotency_app', ARRAY[]::name[], 'idempotency_app may NOT reset the statistics');
 SELECT function_privs_are('idem_stats_reset', ARRAY[]::name[],
                           'public', ARRAY[]::name[], 'PUBLIC may NOT reset the statistics');
+SELECT function_privs_are('idem_stats_databases', ARRAY[]::name[],
+                          'idempotency_admin', ARRAY['EXECUTE'], 'idempotency_admin may read every database''s counters');
+SELECT function_privs_are('idem_stats_databases', ARRAY[]::name[],
+                          'idempotency_app', ARRAY[]::name[], 'idempotency_app may NOT read every database''s counters');
+SELECT function_privs_are('idem_stats_databases', ARRAY[]::name[],
+                          'public', ARRAY[]::name[], 'PUBLIC may NOT read every database''s counters');
 
 /* ---- Citus helpers ---- */
 

@@ -19,7 +19,7 @@
 
 BEGIN;
 
-SELECT plan(140);
+SELECT plan(142);
 
 /* ---- the table ---- */
 
@@ -273,13 +273,17 @@ SELECT has_view('idempotency_stats', 'view idempotency_stats exists');
 SELECT is(
     (SELECT array_agg(c ORDER BY c)
      FROM unnest(ARRAY['claims_new', 'claims_replay', 'claims_in_progress', 'claims_reclaimed',
-                       'claims_stale', 'request_mismatches', 'completes', 'fails',
+                       'claims_stale', 'claims_awaited', 'request_mismatches',
+                       'attempts_exhausted', 'completes', 'fails',
                        'leases_expired', 'rows_deleted', 'stats_reset']) AS c
      WHERE NOT EXISTS (SELECT FROM pg_attribute a
                        WHERE a.attrelid = 'idempotency_stats'::regclass
                          AND a.attname = c AND NOT a.attisdropped)),
     NULL,
-    'idempotency_stats has counters for claims by outcome, mismatches, completes, fails, expired leases, deleted rows');
+    'idempotency_stats has counters for claims by outcome, awaited claims, mismatches, exhausted attempts, completes, fails, expired leases, deleted rows');
+SELECT has_function('idem_stats_databases', ARRAY[]::name[], 'idem_stats_databases() exists');
+SELECT is((SELECT count(*) FROM idem_stats_databases() WHERE dbid IS NOT DISTINCT FROM (SELECT oid FROM pg_database WHERE datname = current_database())) <= 1,
+          true, 'idem_stats_databases() has at most one row for this database');
 SELECT has_function('idem_stats_reset', ARRAY[]::name[], 'idem_stats_reset() exists');
 SELECT function_returns('idem_stats_reset', ARRAY[]::name[], 'void', 'idem_stats_reset returns void');
 SELECT volatility_is('idem_stats_reset', ARRAY[]::name[], 'volatile', 'idem_stats_reset is VOLATILE');

@@ -264,5 +264,25 @@ $node->safe_psql('nosuchdb', 'GRANT USAGE ON SCHEMA x TO idempotency_app');
 ok($node->poll_query_until('nosuchdb', 'SELECT count(*) = 0 FROM x.idempotency_keys'),
     'with USAGE granted to idempotency_app, the worker expires there');
 
+# -- the worker's counters are kept in the database it worked in
+$node->safe_psql('postgres', 'SELECT idem_stats_reset()');
+$node->safe_psql('nosuchdb', 'SELECT x.idem_stats_reset()');
+add_due_rows('postgres', 'counted', 3);
+$node->safe_psql('nosuchdb', q{
+    INSERT INTO x.idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+    SELECT 'counted', 'k' || i, 'completed', nextval('x.idempotency_token_seq'), now(), now(),
+           now() - interval '1 s'
+    FROM generate_series(1, 2) i});
+ok(rows_gone('postgres', 'counted'), 'rows due in postgres are deleted');
+ok($node->poll_query_until('nosuchdb', q{SELECT count(*) = 0 FROM x.idempotency_keys WHERE scope = 'counted'}),
+    'and in the other database');
+is($node->safe_psql('postgres', 'SELECT rows_deleted FROM idempotency_stats'), '3',
+    "postgres's idempotency_stats counts the rows the worker deleted there");
+is($node->safe_psql('nosuchdb', 'SELECT rows_deleted FROM x.idempotency_stats'), '2',
+    "the other database's counts its own");
+ok($node->poll_query_until('postgres', q{SELECT bool_and(worker_passes > 0) FROM idem_stats_databases()
+    WHERE datname IN ('postgres', 'nosuchdb') HAVING count(*) = 2}),
+    'idem_stats_databases() shows the worker passing in each database');
+
 $node->stop;
 done_testing();

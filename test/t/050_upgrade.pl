@@ -84,10 +84,19 @@ foreach my $v (@versions)
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 	$node->safe_psql($db, "CREATE EXTENSION idempotency VERSION '$v'");
 	$node->safe_psql($db, $fill);
+	# the library serves the old declaration of idem_stats() (fewer columns),
+	# with this database's counters
+	$node->safe_psql($db, 'SELECT idem_stats_reset()');
+	$node->safe_psql($db, q{SELECT idem_claim('stats-old', NULL, 'stats')});
+	is($node->safe_psql($db, 'SELECT claims_new FROM idempotency_stats'), '1',
+		"$v: the old idempotency_stats shows this database's counters");
+
 	my $before = $node->safe_psql($db, $rows);
 	my $seq_before = $node->safe_psql($db, 'SELECT last_value FROM idempotency_token_seq');
 
 	$node->safe_psql($db, 'ALTER EXTENSION idempotency UPDATE');
+	is($node->safe_psql($db, 'SELECT claims_new || \' \' || attempts_exhausted || \' \' || claims_awaited FROM idempotency_stats'),
+		'1 0 0', "$v -> $default: the counters survive the update, with the new columns");
 	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"),
 		$default, "$v updates to $default");
 	is($node->safe_psql($db, $rows), $before, "$v -> $default keeps every key row");
