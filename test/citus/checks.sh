@@ -413,6 +413,39 @@ SQL
 check_batch coordinator bc-
 check_batch worker2 bw-
 
+# 8c. await_result: a claim committed through the coordinator, a duplicate
+# made on worker2 (which does not hold the key's shard) that waits for it,
+# and the holder's complete through the coordinator: the waiter answers
+# replay with the stored response once the complete commits, not
+# in_progress (woken where the complete ran, or finding the result by its
+# reads when that is another node)
+check_await()
+{
+	local got token pid
+	token=$(qv coordinator "SELECT token FROM idem_claim('aw-1', '{\"a\": 1}', '$S_BATCH', lease => '1 min')")
+	q worker2 -At -c "SELECT outcome || ' ' || coalesce(response::text, '') FROM idem_claim('aw-1', '{\"a\": 1}', '$S_BATCH', await_result => '30 s')" \
+		>"$OUT/await.out" 2>&1 &
+	pid=$!
+	# the waiter waits when a backend on some node (worker2, or where Citus
+	# delegated the call) shows the extension's wait event
+	got=0
+	for _ in $(seq 100); do
+		for n in worker2 worker1; do
+			[ "$(qv "$n" "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND query LIKE '%aw-' || '1%'")" = 1 ] && got=1
+		done
+		[ "$got" = 1 ] && break
+		sleep 0.1
+	done
+	qv coordinator "SELECT idem_complete('aw-1', 201, '{\"id\": 7}', '$S_BATCH', $token)" >/dev/null 2>&1
+	wait "$pid"
+	if [ "$got" = 1 ] && [ "$(cat "$OUT/await.out")" = 'replay {"id": 7}' ]; then
+		ok "citus/await (a duplicate made on worker2 waited for a claim made through the coordinator and answered its complete: replay)"
+	else
+		notok citus/await "waiting seen: $got (1 wanted); the waiter answered: $(cat "$OUT/await.out")"
+	fi
+}
+check_await
+
 # 9. same-tenant claim + payment + complete: one worker, one-phase commit
 S_PC=$(scope_on worker2 pc-)
 q coordinator -v s="$S_PC" >"$OUT/one-phase.log" 2>&1 <<'SQL'
