@@ -14,8 +14,11 @@ SELECT outcome FROM idem_claim('a-bad', NULL, 'await', await_result => '61 min')
 \echo :LAST_ERROR_SQLSTATE
 SELECT outcome FROM idem_claim('a-bad', NULL, 'await', await_result => '1 mon');
 \echo :LAST_ERROR_SQLSTATE
+-- (the range error's wording differs between versions: its SQLSTATE only)
+\set VERBOSITY sqlstate
 SET idempotency.await_result = -1;
 SET idempotency.await_result = '2h';
+\set VERBOSITY default
 SELECT count(*) AS rows_written FROM idempotency_keys WHERE scope = 'await';
 -- 0 and NULL do not wait
 SELECT outcome FROM idem_claim('a-zero', NULL, 'await', await_result => '0');
