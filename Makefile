@@ -11,6 +11,7 @@ OBJS = \
 	src/input.o \
 	src/citus/shards.o \
 	src/claim.o \
+	src/keylock.o \
 	src/batch.o \
 	src/await.o \
 	src/record.o \

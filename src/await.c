@@ -162,20 +162,6 @@ IdemAwaitDefault(void)
 }
 
 /*
- * Same request hash (claim.c's SameRequest): a request under the key other
- * than the holder's does not wait, the claim after reports the mismatch.
- */
-static bool
-SameHash(bytea *stored, bytea *given)
-{
-	if (stored == NULL || given == NULL)
-		return stored == NULL && given == NULL;
-	return VARSIZE_ANY_EXHDR(stored) == VARSIZE_ANY_EXHDR(given) &&
-		memcmp(VARDATA_ANY(stored), VARDATA_ANY(given),
-			   VARSIZE_ANY_EXHDR(given)) == 0;
-}
-
-/*
  * Is the row in flight at now: what a claim would answer in_progress to,
  * and what could still change into a result?
  */
@@ -184,7 +170,7 @@ InFlight(const IdemRow *row, bytea *hash, TimestampTz now)
 {
 	return row->found && row->status_code == IDEM_PROCESSING &&
 		!row->locked_until_null && row->locked_until > now &&
-		row->expires_at > now && SameHash(row->request_hash, hash);
+		row->expires_at > now && IdemSameRequest(row->request_hash, hash);
 }
 
 /* Stop counting this backend among its slot's waiters */

@@ -37,6 +37,7 @@
 #include "store.h"
 #include "input.h"
 #include "claim.h"
+#include "keylock.h"
 #include "hash.h"
 #include "stats.h"
 #include "citus/citus.h"

@@ -65,8 +65,7 @@ typedef enum IdemOutcome
 extern IdemOutcome IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values,
 							 bool *nulls);
 extern const char *IdemOutcomeName(IdemOutcome outcome);
-extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
-extern void IdemClaimInit(void);
+extern bool IdemSameRequest(bytea *stored, bytea *given);
 
 /* The claims this transaction made, so that it may leave their tokens out */
 extern void IdemRememberClaim(text *scope, text *key, int64 token);

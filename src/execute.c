@@ -81,6 +81,7 @@
 #include "store.h"
 #include "input.h"
 #include "claim.h"
+#include "keylock.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(idem_execute);

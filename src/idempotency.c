@@ -19,6 +19,7 @@
 #include "compat.h"
 #include "idempotency.h"
 #include "claim.h"
+#include "keylock.h"
 #include "worker.h"
 #include "shmem.h"
 #include "stats.h"
@@ -108,7 +109,7 @@ _PG_init(void)
 		IdemShmemInit();
 	IdemWorkerInit();
 	IdemGuardInit();
-	IdemClaimInit();
+	IdemKeyLockInit();
 
 	MarkGUCPrefixReserved("idempotency");
 }

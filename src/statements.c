@@ -269,7 +269,7 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	" FROM " KEYS WHERE_KEY,
 
 	/*
-	 * wait => false in a transaction that holds CLAIM_MAX_KEY_LOCKS already:
+	 * wait => false in a transaction that holds its most key locks already (keylock.c):
 	 * is the key's lock free?  Taken and released at once.
 	 */
 	[IDEM_STMT_PROBE_LOCK_KEY] =

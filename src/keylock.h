@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * keylock.h
+ *	  Key locks (keylock.c): the lock a claim takes on its key before it
+ *	  writes the key's row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMPOTENCY_KEYLOCK_H
+#define IDEMPOTENCY_KEYLOCK_H
+
+#include "claim.h"
+
+extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
+extern void IdemKeyLockInit(void);
+
+#endif							/* IDEMPOTENCY_KEYLOCK_H */
