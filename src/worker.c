@@ -215,6 +215,23 @@ CheckWorkerDatabases(char **newval, void **extra, GucSource source)
 }
 
 /*
+ * A background worker of this library that connects to a database once
+ * recovery has finished: its entry point, type and restart time.
+ */
+static void
+WorkerOf(BackgroundWorker *worker, const char *function, const char *type,
+		 int restart_time)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = restart_time;
+	snprintf(worker->bgw_library_name, BGW_MAXLEN, "idempotency");
+	snprintf(worker->bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(worker->bgw_type, BGW_MAXLEN, "%s", type);
+}
+
+/*
  * Define the worker's settings and, when preloading, register the launcher.
  */
 void
@@ -261,14 +278,8 @@ IdemWorkerInit(void)
 	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
 		return;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = WORKER_RESTART_SECONDS;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "idempotency");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "idem_launcher_main");
+	WorkerOf(&worker, "idem_launcher_main", "idempotency launcher", WORKER_RESTART_SECONDS);
 	snprintf(worker.bgw_name, BGW_MAXLEN, "idempotency launcher");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "idempotency launcher");
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -389,14 +400,8 @@ StartPass(PassSlot *s, const char *name, TimestampTz now)
 	args.stamp = (uint64) now;
 	strlcpy(args.dbname, name, NAMEDATALEN);
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "idempotency");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "idem_worker_main");
+	WorkerOf(&worker, "idem_worker_main", "idempotency worker", BGW_NEVER_RESTART);
 	snprintf(worker.bgw_name, BGW_MAXLEN, "idempotency worker for database %s", name);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "idempotency worker");
 	worker.bgw_main_arg = ObjectIdGetDatum(s->dboid);
 	memcpy(worker.bgw_extra, &args, sizeof(args));
 	worker.bgw_notify_pid = MyProcPid;
