@@ -390,28 +390,100 @@ fi
 S_BATCH=$(scope_on worker1 sb-)
 check_batch()
 {
-	local from=$1 prefix=$2 keys got
+	local from=$1 prefix=$2 keys got ms
 	# a literal: Citus cannot delegate a call whose argument is a subquery
 	keys="{$(seq -s, -f "$prefix%g" 1 100)}"
 	got=$(q "$from" -At -v ON_ERROR_STOP=1 2>&1 <<SQL
+SELECT clock_timestamp() AS t0 \\gset
 CREATE TEMP TABLE b AS SELECT key, outcome, token FROM idem_claim_batch('$keys'::text[], scope => '$S_BATCH');
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) * 1000) AS ms \\gset
 SELECT array_agg(key ORDER BY key) AS ks, array_agg(token ORDER BY key) AS ts FROM b \\gset
 SELECT idem_record_batch(:'ks'::text[], array_fill(201, ARRAY[100]), NULL, '$S_BATCH', :'ts'::bigint[]);
 CREATE TEMP TABLE r AS SELECT outcome FROM idem_claim_batch('$keys'::text[], scope => '$S_BATCH');
 SELECT (SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) n FROM b GROUP BY 1) o)
     || ' then ' || (SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) n FROM r GROUP BY 1) o)
-    || ', ' || (SELECT count(*) FROM idempotency_keys WHERE scope = '$S_BATCH' AND key LIKE '$prefix%' AND status = 'completed') || ' completed';
+    || ', ' || (SELECT count(*) FROM idempotency_keys WHERE scope = '$S_BATCH' AND key LIKE '$prefix%' AND status = 'completed') || ' completed|' || :'ms';
 SQL
 )
 	got=$(printf '%s\n' "$got" | grep -v '^$' | tail -n 1)
+	ms=${got##*|}
+	got=${got%|*}
 	if [ "$got" = "new 100 then replay 100, 100 completed" ]; then
-		ok "citus/batch-$from (100 keys of scope $S_BATCH on $(shard_node "$S_BATCH") claimed, completed and replayed in three calls from $from)"
+		ok "citus/batch-$from (100 keys of scope $S_BATCH on $(shard_node "$S_BATCH") claimed, completed and replayed in three calls from $from; the claim took $ms ms)"
 	else
 		notok "citus/batch-$from" "wanted: new 100 then replay 100, 100 completed; got: $got"
 	fi
 }
 check_batch coordinator bc-
 check_batch worker2 bw-
+
+# 8b'. a batch whose keys lie on two shards: keys of a scope on worker1 and
+# of one on worker2, claimed by one statement on the coordinator in a
+# transaction block (idem_claim_batch per scope, its statements routed to
+# each shard), recorded, committed (Citus commits on both workers), then
+# replayed by the same statement
+S_BATCH2=$(scope_on worker2 sb2-)
+check_batch_shards()
+{
+	local keys got ms
+	keys="{$(seq -s, -f "bs-%g" 1 50)}"
+	got=$(q coordinator -At -v ON_ERROR_STOP=1 2>&1 <<SQL
+BEGIN;
+SELECT clock_timestamp() AS t0 \\gset
+CREATE TEMP TABLE b AS
+SELECT s.scope, c.key, c.outcome, c.token
+  FROM (VALUES ('$S_BATCH'), ('$S_BATCH2')) s (scope),
+       LATERAL idem_claim_batch('$keys'::text[], scope => s.scope) c;
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) * 1000) AS ms \\gset
+SELECT count(*) FILTER (WHERE idem_record_batch(ks, array_fill(201, ARRAY[50]), NULL, scope, ts) IS NULL)
+  FROM (SELECT scope, array_agg(key ORDER BY key) ks, array_agg(token ORDER BY key) ts FROM b GROUP BY scope) g;
+COMMIT;
+CREATE TEMP TABLE r AS
+SELECT s.scope, c.outcome
+  FROM (VALUES ('$S_BATCH'), ('$S_BATCH2')) s (scope),
+       LATERAL idem_claim_batch('$keys'::text[], scope => s.scope) c;
+SELECT (SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) n FROM b GROUP BY 1) o)
+    || ' then ' || (SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) n FROM r GROUP BY 1) o)
+    || ', ' || (SELECT count(*) FROM idempotency_keys WHERE scope IN ('$S_BATCH', '$S_BATCH2') AND key LIKE 'bs-%' AND status = 'completed') || ' completed|' || :'ms';
+SQL
+)
+	got=$(printf '%s\n' "$got" | grep -v '^$' | tail -n 1)
+	ms=${got##*|}
+	got=${got%|*}
+	if [ "$got" = "new 100 then replay 100, 100 completed" ]; then
+		ok "citus/batch-shards (50 keys of $S_BATCH on $(shard_node "$S_BATCH") and 50 of $S_BATCH2 on $(shard_node "$S_BATCH2") claimed by one statement in one transaction through the coordinator, completed and replayed; the claim took $ms ms)"
+	else
+		notok citus/batch-shards "wanted: new 100 then replay 100, 100 completed; got: $got"
+	fi
+}
+check_batch_shards
+
+# 8b''. attempts: a key failed retryably until max_attempts ran out, with
+# the calls made through the coordinator (delegated) and from worker2
+# (routed), answers replay of the key made final, as on a plain server
+check_exhaust()
+{
+	local from=$1 key=ex-$1 got
+	got=$(q "$from" -At -v ON_ERROR_STOP=1 2>&1 <<SQL
+SELECT token FROM idem_claim('$key', '{"a": 1}', '$S_BATCH', max_attempts => 2) \gset
+SELECT idem_fail('$key', '$S_BATCH', :token, 500, NULL, true);
+SELECT outcome AS second, token FROM idem_claim('$key', '{"a": 1}', '$S_BATCH', max_attempts => 2) \gset
+SELECT attempts FROM idem_lookup('$key', '$S_BATCH') \gset
+SELECT idem_fail('$key', '$S_BATCH', :token, 502, NULL, true);
+SELECT outcome, response_code, response->>'error' AS error, status FROM idem_claim('$key', '{"a": 1}', '$S_BATCH', max_attempts => 2) \gset
+SELECT retryable::text AS retryable FROM idem_lookup('$key', '$S_BATCH') \gset
+\echo :second :attempts, :outcome :response_code :error :status, retryable :retryable
+SQL
+)
+	got=$(printf '%s\n' "$got" | grep -v '^$' | tail -n 1)
+	if [ "$got" = "reclaimed 2, replay 502 attempts_exhausted failed, retryable false" ]; then
+		ok "citus/attempts-$from (a key of $S_BATCH on $(shard_node "$S_BATCH") failed twice with max_attempts 2 from $from: made final, replayed)"
+	else
+		notok "citus/attempts-$from" "wanted: reclaimed 2, replay 502 attempts_exhausted failed, retryable false; got: $got"
+	fi
+}
+check_exhaust coordinator
+check_exhaust worker2
 
 # 8c. await_result: a claim committed through the coordinator, a duplicate
 # made on worker2 (which does not hold the key's shard) that waits for it,
