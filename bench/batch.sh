@@ -5,6 +5,7 @@
 #
 #   bash bench/batch.sh                 3 rounds x 10 s per variant
 #   ROUNDS=1 SECONDS_EACH=4 bash bench/batch.sh
+#   CLIENTS=2 bash bench/batch.sh       one client count only
 #   bash bench/batch.sh --no-save    print only
 #
 # It builds and installs the extension first, with the restamp slack at
@@ -12,7 +13,9 @@
 # longer than the usual 10 ms, and every key would be restamped; make
 # install again, or the test command, for the ordinary build).
 # One throwaway server (fsync on, as installed), pgbench over its Unix
-# socket, CLIENTS connections (default 2, the cores here).  Each pgbench
+# socket, with each of CLIENTS connection counts (default "1 2": one
+# consumer, then as many as the cores here, which the server and pgbench
+# then share, so that keys/s follows CPU per key).  Each pgbench
 # transaction claims 100 keys no earlier transaction used, each with a
 # request of its own, and commits:
 #   single         BEGIN; 100 x SELECT ... FROM idem_claim(...); COMMIT (simple protocol)
@@ -31,7 +34,7 @@ cd "$(dirname "$0")/.."
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 ROUNDS=${ROUNDS:-3}
 SECONDS_EACH=${SECONDS_EACH:-10}
-CLIENTS=${CLIENTS:-2}
+CLIENTS=${CLIENTS:-1 2}
 SAVE=1
 [ "${1:-}" = --no-save ] && SAVE=0
 MAJOR=$("$PG_BIN/pg_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
@@ -94,7 +97,7 @@ run()
 {
 	local variant=$1 file=$2 mode=$3 before after out tps
 	before=$(server_ticks)
-	out=$(pg pgbench -n -h "$WORK" -p "$PORT" -c "$CLIENTS" -j "$CLIENTS" -T "$SECONDS_EACH" \
+	out=$(pg pgbench -n -h "$WORK" -p "$PORT" -c "$C" -j "$C" -T "$SECONDS_EACH" \
 		-M "$mode" -f "$file" postgres 2>&1)
 	# the backends end after pgbench: wait until the postmaster reaped them
 	while [ "$(pg psql -X -At -h "$WORK" -p "$PORT" -d postgres -c \
@@ -107,15 +110,18 @@ run()
 	[ -n "$tps" ] || { printf '%s\n' "$out" >&2; exit 1; }
 	# keys per second, server CPU microseconds per key
 	awk -v v="$variant" -v tps="$tps" -v t="$SECONDS_EACH" -v ticks=$((after - before)) -v hz="$TICK" \
-		'BEGIN { keys = tps * 100; printf "%s %.0f %.2f\n", v, keys, ticks / hz * 1e6 / (keys * t) }'
+		'BEGIN { keys = tps * 100; printf "%s %.0f %.2f\n", v, keys, ticks / hz * 1e6 / (keys * t) }' |
+		sed "s/^/$C /"
 }
 
 RAW=$WORK/raw
-for r in $(seq "$ROUNDS"); do
-	run single "$WORK/single.sql" simple >>"$RAW"
-	run single_prep "$WORK/single.sql" prepared >>"$RAW"
-	run batch "$WORK/batch.sql" simple >>"$RAW"
-	"${PSQL[@]}" -c "VACUUM ANALYZE idempotency_keys" >/dev/null
+for C in $CLIENTS; do
+	for r in $(seq "$ROUNDS"); do
+		run single "$WORK/single.sql" simple >>"$RAW"
+		run single_prep "$WORK/single.sql" prepared >>"$RAW"
+		run batch "$WORK/batch.sql" simple >>"$RAW"
+		"${PSQL[@]}" -c "VACUUM ANALYZE idempotency_keys" >/dev/null
+	done
 done
 
 # instructions per key under callgrind: a backend of 5 transactions and
@@ -146,10 +152,7 @@ IR_P=$(IR_OF "$WORK/single.sql" prepared)
 IR_B=$(IR_OF "$WORK/batch.sql" simple)
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-col() { awk -v v="$1" -v c="$2" '$1 == v { print $c }' "$RAW" | median; }
-S_KEYS=$(col single 2); S_CPU=$(col single 3)
-P_KEYS=$(col single_prep 2); P_CPU=$(col single_prep 3)
-B_KEYS=$(col batch 2); B_CPU=$(col batch 3)
+col() { awk -v n="$C" -v v="$1" -v c="$2" '$1 == n && $2 == v { print $(c + 1) }' "$RAW" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 REPORT=$WORK/report
@@ -157,20 +160,27 @@ REPORT=$WORK/report
 	echo "# bench/batch.sh"
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	echo "machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB RAM", $2 / 1048576 }' /proc/meminfo), load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "PostgreSQL: $(pg psql -X -At -h "$WORK" -p "$PORT" -d postgres -c 'SHOW server_version'), fsync on, synchronous_commit on, shared_buffers 512MB; pgbench, $CLIENTS clients over a Unix socket, $ROUNDS rounds x $SECONDS_EACH s per variant, median shown"
+	echo "PostgreSQL: $(pg psql -X -At -h "$WORK" -p "$PORT" -d postgres -c 'SHOW server_version'), fsync on, synchronous_commit on, shared_buffers 512MB; pgbench over a Unix socket, $CLIENTS client(s), $ROUNDS rounds x $SECONDS_EACH s per variant, median shown"
 	echo "each transaction claims 100 new keys (one sequence), each with its own request, and commits"
 	echo
-	echo "| variant | keys/s | vs single | server CPU per key (us) | vs single |"
-	echo "| --- | ---: | ---: | ---: | ---: |"
-	echo "| 100 x idem_claim in one transaction (simple protocol) | $S_KEYS | 1.00x | $S_CPU | 1.00x |"
-	echo "| 100 x idem_claim in one transaction (prepared) | $P_KEYS | $(ratio "$P_KEYS" "$S_KEYS")x | $P_CPU | $(ratio "$P_CPU" "$S_CPU")x |"
-	echo "| idem_claim_batch of 100 keys (one call, autocommit) | $B_KEYS | $(ratio "$B_KEYS" "$S_KEYS")x | $B_CPU | $(ratio "$B_CPU" "$S_CPU")x |"
-	echo
-	echo "batch against the prepared single calls: $(ratio "$B_KEYS" "$P_KEYS")x the keys per second, $(ratio "$B_CPU" "$P_CPU")x the server CPU per key"
-	echo
+	for C in $CLIENTS; do
+		S_KEYS=$(col single 2); S_CPU=$(col single 3)
+		P_KEYS=$(col single_prep 2); P_CPU=$(col single_prep 3)
+		B_KEYS=$(col batch 2); B_CPU=$(col batch 3)
+		echo "$C client(s):"
+		echo
+		echo "| variant | keys/s | vs single | server CPU per key (us) | vs single |"
+		echo "| --- | ---: | ---: | ---: | ---: |"
+		echo "| 100 x idem_claim in one transaction (simple protocol) | $S_KEYS | 1.00x | $S_CPU | 1.00x |"
+		echo "| 100 x idem_claim in one transaction (prepared) | $P_KEYS | $(ratio "$P_KEYS" "$S_KEYS")x | $P_CPU | $(ratio "$P_CPU" "$S_CPU")x |"
+		echo "| idem_claim_batch of 100 keys (one call, autocommit) | $B_KEYS | $(ratio "$B_KEYS" "$S_KEYS")x | $B_CPU | $(ratio "$B_CPU" "$S_CPU")x |"
+		echo
+		echo "batch against the prepared single calls: $(ratio "$B_KEYS" "$P_KEYS")x the keys per second, $(ratio "$B_CPU" "$P_CPU")x the server CPU per key"
+		echo
+	done
 	echo "instructions per key (callgrind, one backend, 25 transactions less 5): single $IR_S, prepared $IR_P ($(ratio "$IR_P" "$IR_S")x), batch $IR_B ($(ratio "$IR_B" "$IR_S")x; $(ratio "$IR_B" "$IR_P")x the prepared)"
 	echo
-	echo "raw rounds (variant keys_per_s server_cpu_us_per_key):"
+	echo "raw rounds (clients variant keys_per_s server_cpu_us_per_key):"
 	cat "$RAW"
 } >"$REPORT"
 cat "$REPORT"
