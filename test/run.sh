@@ -17,8 +17,9 @@
 #       monitoring
 #   18  in a Debian forky chroot: the same, valgrind and citus
 #   19  in a Debian forky chroot with experimental's postgresql-19:
-#       regress isolation tap package bench monitoring, and pgtap when Debian ships a
-#       postgresql-19-pgtap (it does not yet: counted as skipped)
+#       regress isolation pgtap tap package bench monitoring (pgtap built
+#       from the tarball of Debian's pgtap source while Debian ships no
+#       postgresql-19-pgtap)
 # test/lib/chroot.sh makes each chroot with debootstrap --variant=minbase
 # from the mirror of this machine's apt sources (the base system cached as
 # /var/cache/idempotency-chroot-SUITE.tar, its downloaded packages under
@@ -192,6 +193,43 @@ runs_here()
 }
 
 # --- one version, on this system ------------------------------------------
+# Debian ships no postgresql-NN-pgtap for this version (19, while it is in
+# experimental): build pgTAP from the upstream tarball of Debian's pgtap
+# source package (its .orig.tar, checked against the SHA-256 the suite's
+# Sources index gives; the chroot's apt sources have deb-src for this, see
+# test/lib/chroot.sh), as PGXS builds any extension, into PG_BIN's
+# PostgreSQL.  Returns 2 when the source cannot be fetched (the pgtap suite
+# is then skipped), 1 when it does not build.
+pgtap_from_source()
+{
+	local dir mirror path sha file rc=0
+	say "building pgtap for PostgreSQL $PG_MAJOR from Debian's pgtap source"
+	mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null)
+	read -r path sha file < <(apt-cache showsrc pgtap 2>/dev/null | awk '
+		/^$/ { if (f != "") exit }
+		/^Directory:/ { d = $2 }
+		/^Checksums-Sha256:/ { s = 1; next }
+		/^[^ ]/ { s = 0 }
+		s && $3 ~ /\.orig\.tar\./ { h = $1; f = $3 }
+		END { print d, h, f }')
+	if [ -z "$mirror" ] || [ -z "$file" ]; then
+		echo "no pgtap source package in the apt sources" >&2
+		return 2
+	fi
+	dir=$(mktemp -d /tmp/idempotency-pgtap.XXXXXX)
+	if ! /usr/lib/apt/apt-helper download-file "$mirror/$path/$file" "$dir/$file" "SHA256:$sha" >"$dir/fetch.log" 2>&1; then
+		cat "$dir/fetch.log"
+		rm -rf "$dir"
+		return 2
+	fi
+	tar -C "$dir" -xf "$dir/$file" &&
+		make -s -C "$dir"/pgtap-*/ PG_CONFIG="$PG_BIN/pg_config" >"$dir/build.log" 2>&1 &&
+		make -s -C "$dir"/pgtap-*/ PG_CONFIG="$PG_BIN/pg_config" install >>"$dir/build.log" 2>&1 ||
+		{ rc=1; cat "$dir/build.log"; }
+	rm -rf "$dir"
+	return $rc
+}
+
 run_one_version()
 {
 	local suites=$1 log
@@ -218,7 +256,12 @@ run_one_version()
 			if apt_offers "postgresql-$PG_MAJOR-pgtap"; then
 				apt_install "postgresql-$PG_MAJOR-pgtap" || { fail "install postgresql-$PG_MAJOR-pgtap"; finish; }
 			else
-				PGTAP_MISSING=1
+				pgtap_from_source
+				case $? in
+				0) ;;
+				2) PGTAP_MISSING=1 ;;
+				*) fail "build pgtap from Debian's source package"; finish ;;
+				esac
 			fi
 		fi
 		;;

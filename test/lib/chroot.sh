@@ -102,8 +102,10 @@ chroot_make()
 	cp /etc/resolv.conf "$root/etc/resolv.conf"
 	mirror=$(chroot_mirror)
 	rm -f "$root/etc/apt/sources.list"
+	# 19: deb-src too, for pgtap's source (test/run.sh,
+	# pgtap_from_source), while Debian ships no postgresql-19-pgtap
 	cat >"$root/etc/apt/sources.list.d/debian.sources" <<SRC
-Types: deb
+Types: deb$([ "$major" = 19 ] && echo " deb-src")
 URIs: $mirror
 Suites: $suite
 Components: main
