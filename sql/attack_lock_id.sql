@@ -20,3 +20,9 @@ SELECT count(*) FROM (VALUES ('ab', 'c'), ('a', 'bc'), ('', 'abc'), ('abc', 'd')
 SELECT count(DISTINCT (classid, objid)) AS distinct_ids
 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 7653 AND pid = pg_backend_pid();
 ROLLBACK;
+
+-- idem_key_lock() is the statement a claim routes on Citus: on a server
+-- without Citus it refuses (0A000), so that no role can test or hold a
+-- key's lock with it (the claim takes the lock itself there)
+SELECT idem_key_lock('tenant_b', 'b-order-1', 2);
+SELECT idem_key_lock('tenant_b', 'b-order-1', 0);

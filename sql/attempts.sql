@@ -87,6 +87,21 @@ SELECT idem_fail('att-4', 'att', (SELECT token FROM idem_lookup('att-4', 'att'))
 SELECT idem_resolve('att-4', 'att', 'release');
 \echo :LAST_ERROR_SQLSTATE
 
+-- a last response too long to keep inside the exhausted one (its text within
+-- 256 bytes of the 256 MB a response may have): left out, and said so; the
+-- key is made final all the same (it failed the table's CHECK, 23514, until
+-- 2026-11-27, and so could never end)
+BEGIN;
+SELECT outcome FROM idem_claim('att-big', NULL, 'att');
+SELECT idem_fail('att-big', 'att', NULL, 500, (SELECT jsonb_agg(v) FROM
+    (SELECT to_jsonb('1e131071'::numeric) v FROM generate_series(1, 2047)
+     UNION ALL SELECT to_jsonb(repeat('a', 126960))) s), true);
+COMMIT;
+SELECT outcome, status, response_code, response->'last_response' AS last_response,
+       response->>'last_response_omitted' AS omitted
+FROM idem_claim('att-big', NULL, 'att', max_attempts => 1);
+DELETE FROM idempotency_keys WHERE key = 'att-big';
+
 -- bad limits
 SELECT * FROM idem_claim('att-6', NULL, 'att', max_attempts => -1);
 \echo :LAST_ERROR_SQLSTATE

@@ -48,6 +48,17 @@ SELECT outcome FROM idem_claim('a-own', NULL, 'await', lease => '1 h');
 SELECT outcome FROM idem_claim('a-own', NULL, 'await', await_result => '1 h');
 COMMIT;
 
+-- a transaction that holds a key lock already, or has written: no wait (the
+-- holder might be waiting for it, a cycle the deadlock detector cannot see)
+BEGIN;
+SELECT outcome FROM idem_claim('a-first', NULL, 'await');
+SELECT outcome FROM idem_claim('a-held', '{"n": 1}', 'await', await_result => '1 h');
+ROLLBACK;
+BEGIN;
+INSERT INTO await_t VALUES (clock_timestamp());
+SELECT outcome FROM idem_claim('a-held', '{"n": 1}', 'await', await_result => '1 h');
+ROLLBACK;
+
 -- REPEATABLE READ and SERIALIZABLE: the snapshot would never see the holder
 -- finish, so no wait: in_progress at once
 BEGIN ISOLATION LEVEL REPEATABLE READ;

@@ -114,6 +114,10 @@ SELECT idem_record_batch(ARRAY['b-2', 'b-3'], NULL, NULL, 'bat', ARRAY[1]);
 \echo :LAST_ERROR_SQLSTATE
 SELECT idem_record_batch(ARRAY['b-2', 'b-3'], NULL, NULL, 'bat', failed => ARRAY[true]);
 \echo :LAST_ERROR_SQLSTATE
+-- a NULL key, first or later, named by its place (the first one crashed the
+-- server until 2026-11-27: its error context read the key before it was set)
+SELECT idem_record_batch(ARRAY[NULL::text], NULL, NULL, 'bat');
+SELECT idem_record_batch(ARRAY['b-2', NULL], NULL, NULL, 'bat');
 -- 10,000 keys, the most a batch takes, claimed and completed in one
 -- transaction without tokens (each found in the transaction's claims)
 BEGIN;

@@ -7,9 +7,13 @@
  *	  duplicate of the finished request would (replay, or a takeover of a
  *	  retryable failure); in_progress when the time runs out.
  *
- * The wait comes before the claim proper (IdemClaim), and holds nothing
+ * The wait comes before the claim proper (IdemClaim), and takes nothing
  * the holder or the worker could wait for: no key lock (a transaction-level
- * lock could not be let go after the wait), no row lock.  The waiter reads
+ * lock could not be let go after the wait), no row lock.  Nor does it wait
+ * in a transaction that already holds a key lock or has written (has a
+ * transaction id: its rows and row locks): the holder might be waiting for
+ * that transaction, and the waiter sleeps on a condition variable, not a
+ * lock, so the deadlock detector would not see the cycle.  The waiter reads
  * the key's row with a plain SELECT, which in READ COMMITTED takes a new
  * snapshot each time; it sleeps between reads and stops when the row is no
  * longer in flight (finished, released, taken over, gone), when the lease
@@ -55,6 +59,7 @@
 #include "input.h"
 #include "claim.h"
 #include "await.h"
+#include "keylock.h"
 
 /* Wake-up slots in shared memory; keys share them by hash */
 #define AWAIT_SLOTS 1024
@@ -209,7 +214,8 @@ IdemAwaitInFlight(IdemClaimArgs *a)
 
 	a->await_result = NULL;
 	if (await == NULL || IsolationUsesXactSnapshot() ||
-		IdemRecallClaim(a->scope, a->key, &own_token))
+		IdemRecallClaim(a->scope, a->key, &own_token) ||
+		IdemKeyLocksHeld() > 0 || GetTopTransactionIdIfAny() != InvalidTransactionId)
 		return false;
 
 	deadline = IdemTimePlus(GetCurrentTimestamp(), await);

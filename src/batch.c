@@ -56,6 +56,14 @@ enum
 	BATCH_ARG_MAX_ATTEMPTS
 };
 
+/*
+ * The most bytes of stored responses one call answers with: its rows are
+ * kept until the last key is claimed (they are returned in the order
+ * given, not the order claimed), so this bounds the call's memory, at the
+ * size of the largest response a single claim can return.
+ */
+#define BATCH_MAX_RESPONSE_BYTES ((Size) 256 * 1024 * 1024)
+
 /* One key of the batch */
 typedef struct BatchItem
 {
@@ -294,6 +302,7 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 	text	   *scope;
 	int			n;
 	int			pin;
+	Size		response_bytes = 0;
 
 	if (PG_ARGISNULL(BATCH_ARG_SCOPE))
 		ereport(ERROR,
@@ -335,7 +344,13 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 	context.previous = error_context_stack;
 	error_context_stack = &context;
 	pin = IdemConnect();
-	if (a.wait && !IdemCitusPresent() && IdemKeysHaveAttempts(a.nspid))
+	/*
+	 * Under row level security each key goes through IdemClaim, which
+	 * refuses a scope the caller may not use before it waits for any key's
+	 * lock; the fast path would take the locks of all keys first.
+	 */
+	if (a.wait && !IdemCitusPresent() && IdemKeysHaveAttempts(a.nspid) &&
+		!IdemRlsApplies(a.nspid))
 		InsertNewKeys(&a, items, n);
 	for (int i = 0; i < n; i++)
 	{
@@ -343,6 +358,7 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 		Datum		values[IDEM_CLAIM_NCOLUMNS + 1];
 		bool		nulls[IDEM_CLAIM_NCOLUMNS + 1];
 		MemoryContext old;
+		int			item_pin = -1;
 
 		CHECK_FOR_INTERRUPTS();
 		context.arg = item;
@@ -351,13 +367,30 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 		if (item->token != 0)
 			PackNew(&a, item, claim_desc, values + 1, nulls + 1);
 		else
+		{
+			/* a connection of its own, so that what the claim read goes with it */
+			item_pin = IdemConnect();
 			(void) IdemClaim(&a, claim_desc, values + 1, nulls + 1);
+		}
 		values[0] = PointerGetDatum(item->key);
 		nulls[0] = false;
+		if (!nulls[1 + CLAIM_RESPONSE])
+		{
+			response_bytes += VARSIZE_ANY(DatumGetPointer(values[1 + CLAIM_RESPONSE]));
+			if (response_bytes > BATCH_MAX_RESPONSE_BYTES)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("the stored responses of the batch's keys are too large to answer in one call"),
+						 errdetail("A batch answers with at most %zu MB of stored responses.",
+								   BATCH_MAX_RESPONSE_BYTES / (1024 * 1024)),
+						 errhint("Claim these keys in smaller batches, or one by one.")));
+		}
 		/* formed outside SPI's memory, which SPI_finish frees */
 		old = MemoryContextSwitchTo(callcxt);
 		rows[item->index] = heap_form_tuple(rsinfo->setDesc, values, nulls);
 		MemoryContextSwitchTo(old);
+		if (item_pin >= 0)
+			IdemFinish(item_pin);
 	}
 	IdemFinish(pin);
 	error_context_stack = context.previous;

@@ -201,27 +201,12 @@ PolicyCheckedInsert(IdemClaimArgs *a, const IdemArgs *args, bool *busy)
 	return !*busy && p.written;
 }
 
-/*
- * Run one of a claim's writes, after taking the key's lock (and, for an
- * update with wait => false, the row's), with a new token as :new_token and
- * the lease and expiry counted from after every wait; returns whether it
- * changed a row (then SPI_tuptable starts with its token and status).  Sets *busy, writing nothing, when
- * wait => false finds either lock held by another transaction.
- */
-static bool
-ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
+/* The write's times, taken now: after every wait so far and its planning */
+static void
+StampWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args)
 {
-	bool		policy_check;
-	bool		written;
 	TimestampTz lease_end;
 
-	*busy = !IdemLockKey(a, a->wait) ||
-		(!a->wait && stmt != IDEM_STMT_INSERT && !TryLockRow(a));
-	policy_check = *busy && stmt == IDEM_STMT_INSERT && IdemRlsApplies(a->nspid);
-	if (*busy && !policy_check)
-		return false;
-
-	/* the times, taken after the lock waits above and the statement's planning */
 	IdemPrepare(stmt, a->nspid);
 	a->now = GetCurrentTimestamp();
 	lease_end = IdemTimePlus(a->now, a->lease);
@@ -229,9 +214,51 @@ ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
 	IdemArg(args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(lease_end));
 	IdemArg(args, IDEM_PARAM_EXPIRES_AT,
 			TimestampTzGetDatum(IdemTimePlus(lease_end, a->retention)));
+}
+
+/*
+ * Run one of a claim's writes, after taking the key's lock (and, for an
+ * update with wait => false, the row's), with a new token as :new_token and
+ * the lease and expiry counted from after every wait; returns whether it
+ * changed a row (then SPI_tuptable starts with its token and status).  Sets
+ * *busy, writing nothing, when wait => false finds either lock held by
+ * another transaction.
+ *
+ * Under row level security an insert only tries the key's lock at first,
+ * with wait => true too: a lock held in a scope the caller may not use
+ * must get 42501 at once, as a free one does (PolicyCheckedInsert), not
+ * after its holder's end, which would tell the caller that the other
+ * tenant is writing that key, and keep it waiting there (with the locks of
+ * the keys it claimed before).  In its own scope, wait => true then waits
+ * for the lock as ever.
+ */
+static bool
+ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
+{
+	bool		rls_insert = stmt == IDEM_STMT_INSERT && IdemRlsApplies(a->nspid);
+	bool		policy_check;
+	bool		written;
+
+	*busy = !IdemLockKey(a, a->wait && !rls_insert) ||
+		(!a->wait && stmt != IDEM_STMT_INSERT && !TryLockRow(a));
+	policy_check = *busy && rls_insert;
+	if (*busy && !policy_check)
+		return false;
+
+	StampWrite(a, stmt, args);
 	IdemArg(args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(a->nspid)));
 	if (policy_check)
+	{
 		written = PolicyCheckedInsert(a, args, busy);
+		if (*busy && a->wait)
+		{
+			/* the caller's scope, and another transaction writing the key */
+			(void) IdemLockKey(a, true);
+			StampWrite(a, stmt, args);
+			written = IdemExecute(stmt, a->nspid, args, false, 0) > 0;
+			*busy = false;
+		}
+	}
 	else
 		written = IdemExecute(stmt, a->nspid, args, false, 0) > 0;
 
@@ -286,24 +313,33 @@ WriteClaim(IdemClaimArgs *a, ClaimAction act, const IdemRow *row, bool reclaim,
 	return ClaimWrite(a, stmt, &args, busy);
 }
 
+/* More than the text the exhausted response adds around the last response */
+#define EXHAUSTED_WRAPPER_TEXT 256
+
 /*
  * The response a key made final by the attempts limit keeps: what it says,
  * the counts, and the last attempt's response (the failure it stored; null
- * for a holder whose lease ran out).
+ * for a holder whose lease ran out).  A last response too long to store
+ * with the rest around it (input.c) is left out, and the response says so:
+ * the key must become final whatever its last attempt stored.
  */
 static Datum
 ExhaustedResponse(const IdemRow *row, int32 max_attempts)
 {
 	StringInfoData buf;
+	bool		has_last = row->response != (Datum) 0;
+	bool		keep_last = has_last && IdemResponseFitsIn(row->response, EXHAUSTED_WRAPPER_TEXT);
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "{\"error\": \"attempts_exhausted\", \"attempts\": %d, \"max_attempts\": %d, \"last_response\": ",
 					 row->attempts, max_attempts);
-	if (row->response != (Datum) 0)
+	if (keep_last)
 		appendStringInfoString(&buf, JsonbToCString(NULL, &DatumGetJsonbP(row->response)->root,
 													VARSIZE(DatumGetPointer(row->response))));
 	else
 		appendStringInfoString(&buf, "null");
+	if (has_last && !keep_last)
+		appendStringInfoString(&buf, ", \"last_response_omitted\": \"too large to store inside this response\"");
 	appendStringInfoChar(&buf, '}');
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }

@@ -172,11 +172,12 @@ ScalarTextBound(JsonbValue *v)
 }
 
 /*
- * Would the response's text form be longer than IDEM_MAX_RESPONSE_TEXT?
- * Counted without writing it, and without counting further than that.
+ * Would the response's text form be longer than IDEM_MAX_RESPONSE_TEXT
+ * less extra bytes?  Counted without writing it, and without counting
+ * further than that.
  */
 static bool
-ResponseTooLong(Datum response)
+ResponseTooLong(Datum response, Size extra)
 {
 	Jsonb	   *jb;
 	JsonbIterator *it;
@@ -188,7 +189,7 @@ ResponseTooLong(Datum response)
 		return false;
 	jb = DatumGetJsonbP(response);
 	it = JsonbIteratorInit(&jb->root);
-	while (len <= IDEM_MAX_RESPONSE_TEXT &&
+	while (len <= IDEM_MAX_RESPONSE_TEXT - extra &&
 		   (tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -196,7 +197,17 @@ ResponseTooLong(Datum response)
 		if (tok == WJB_KEY || tok == WJB_VALUE || tok == WJB_ELEM)
 			len += ScalarTextBound(&v);
 	}
-	return len > IDEM_MAX_RESPONSE_TEXT;
+	return len > IDEM_MAX_RESPONSE_TEXT - extra;
+}
+
+/*
+ * Can the response be stored inside another whose own text adds at most
+ * extra bytes (IdemCheckResponse would accept the whole)?
+ */
+bool
+IdemResponseFitsIn(Datum response, Size extra)
+{
+	return !ResponseTooLong(response, extra);
 }
 
 /*
@@ -207,7 +218,7 @@ ResponseTooLong(Datum response)
 void
 IdemCheckResponse(Datum response, text *key, text *scope)
 {
-	if (ResponseTooLong(response))
+	if (ResponseTooLong(response, 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("response is too large to store"),
@@ -243,7 +254,7 @@ PG_FUNCTION_INFO_V1(idem_row_storable);
 Datum
 idem_row_storable(PG_FUNCTION_ARGS)
 {
-	if (!PG_ARGISNULL(0) && ResponseTooLong(PG_GETARG_DATUM(0)))
+	if (!PG_ARGISNULL(0) && ResponseTooLong(PG_GETARG_DATUM(0), 0))
 		PG_RETURN_BOOL(false);
 	if (!PG_ARGISNULL(1) &&
 		toast_raw_datum_size(PG_GETARG_DATUM(1)) > IDEM_MAX_RECOVERY_POINT)

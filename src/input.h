@@ -20,6 +20,7 @@ extern void IdemCheckInterval(Interval *iv, const char *what, TimestampTz now,
 							  text *key, text *scope);
 extern int	IdemErrdetailKey(text *key, text *scope);
 extern void IdemCheckResponse(Datum response, text *key, text *scope);
+extern bool IdemResponseFitsIn(Datum response, Size extra);
 extern void IdemCheckRecoveryPoint(text *recovery_point, text *key, text *scope);
 
 /* Keys in one batch at most: bounds its memory and its sort's time */

@@ -158,6 +158,17 @@ idem_key_lock(PG_FUNCTION_ARGS)
 {
 	int32		mode = PG_GETARG_INT32(2);
 
+	/*
+	 * Only for the statement a claim routes on Citus: on a plain server a
+	 * claim takes the lock itself, after which row level security refuses
+	 * a scope the caller may not use; callable there, this would let a
+	 * tenant test and hold another's key locks.
+	 */
+	if (!IdemCitusPresent())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("idem_key_lock() is only for claims on Citus"),
+				 errdetail("On a server without Citus a claim takes its key's lock itself.")));
 	if (mode < 0 || mode > 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -202,4 +213,12 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 	if (got && stmt != IDEM_STMT_PROBE_LOCK_KEY)
 		key_locks++;
 	return got;
+}
+
+/* How many key locks this transaction holds */
+int
+IdemKeyLocksHeld(void)
+{
+	KeyLocksSync();
+	return key_locks;
 }

@@ -12,6 +12,7 @@
 #include "claim.h"
 
 extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
+extern int	IdemKeyLocksHeld(void);
 extern void IdemKeyLockInit(void);
 
 #endif							/* IDEMPOTENCY_KEYLOCK_H */

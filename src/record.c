@@ -256,7 +256,10 @@ BatchKeyContext(void *arg)
 {
 	const BatchKey *k = (const BatchKey *) arg;
 
-	errcontext("key %d of the batch, \"%s\"", k->index + 1, IdemKeyForMessage(k->call.key));
+	if (k->call.key == NULL)
+		errcontext("key %d of the batch", k->index + 1);
+	else
+		errcontext("key %d of the batch, \"%s\"", k->index + 1, IdemKeyForMessage(k->call.key));
 }
 
 /*
@@ -318,6 +321,7 @@ idem_record_batch(PG_FUNCTION_ARGS)
 		KeyCall    *call = &batch[i].call;
 
 		batch[i].index = i;
+		context.arg = &batch[i];
 		if (key_nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -327,7 +331,6 @@ idem_record_batch(PG_FUNCTION_ARGS)
 		call->key = DatumGetTextPP(keys[i]);
 		call->scope = scope;
 		call->nspid = nspid;
-		context.arg = &batch[i];
 		IdemValidateKey(call->key, "key");
 		if (!response_nulls[i])
 			IdemCheckResponse(responses[i], call->key, scope);
@@ -366,6 +369,8 @@ idem_record_batch(PG_FUNCTION_ARGS)
 		ExecuteHolderCall(&batch[i].call, fail ? IDEM_STMT_FAIL : IDEM_STMT_COMPLETE, &args, NULL);
 	}
 	IdemFinish(pin);
+	for (int i = 0; i < n; i++)
+		IdemAwaitNotify(scope, batch[i].call.key);
 	error_context_stack = context.previous;
 	IdemStatsAdd(IDEM_STAT_COMPLETE, n - fails);
 	IdemStatsAdd(IDEM_STAT_FAIL, fails);

@@ -19,6 +19,10 @@
  *    missing key.  Each raises its SQLSTATE (IK002 stale token, IK003 not
  *    processing, IK004 not found, IK005 token required) and the key's
  *    stored row (as text, every column) is the same afterwards.
+ * 4. A batch answers with at most 256 MB of stored responses (its rows are
+ *    kept until its last key is claimed): three claims of a key whose
+ *    stored response is 100 MB (compressed to a few hundred kB) are 54000,
+ *    two are answered, as is each claim on its own.
  *
  * A processing claim "made by another transaction" is needed for IK005; a
  * pgTAP file is one transaction, so it is inserted directly, as a
@@ -34,7 +38,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(85);
+SELECT plan(88);
 
 /* ---- helpers ---- */
 
@@ -255,6 +259,16 @@ SELECT * FROM pg_temp.refused($$SELECT idem_heartbeat('never', 'bad', 1)$$,
                               'IK004', 'never', 'bad', 'heartbeat of a missing key');
 SELECT * FROM pg_temp.refused($$SELECT idem_resolve('never', 'bad', 'release')$$,
                               'IK004', 'never', 'bad', 'resolve of a missing key');
+
+/* 4. a batch's answers: at most 256 MB of stored responses */
+SELECT token AS big_token FROM idem_claim('t-big', NULL, 'bad') \gset
+SELECT lives_ok(format($$SELECT idem_complete('t-big', 200, jsonb_build_object('body', repeat('a', 100 * 1024 * 1024)), 'bad', %s)$$, :big_token),
+                'fixture: t-big completed with a 100 MB response');
+SELECT throws_ok($$SELECT count(*) FROM idem_claim_batch(array_fill('t-big'::text, ARRAY[3]), scope => 'bad')$$,
+                 '54000', NULL, 'a batch answering 300 MB of stored responses is 54000');
+SELECT is((SELECT count(*) FILTER (WHERE outcome = 'replay' AND length(response->>'body') = 100 * 1024 * 1024)
+             FROM idem_claim_batch(array_fill('t-big'::text, ARRAY[2]), scope => 'bad')),
+          2::bigint, 'a batch answering 200 MB of stored responses replays both');
 
 SELECT * FROM finish();
 ROLLBACK;
