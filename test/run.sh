@@ -13,11 +13,11 @@
 # test/suite.sh);
 # the suites themselves are in test/lib/suites.sh.
 #   15  on this machine (Debian bookworm's postgresql-15): every suite
-#   17  in a Debian trixie chroot: regress isolation pgtap tap package bench
-#       monitoring
+#   17  in a Debian trixie chroot: regress isolation pgtap tap docs package
+#       bench monitoring
 #   18  in a Debian forky chroot: the same, valgrind and citus
 #   19  in a Debian forky chroot with experimental's postgresql-19:
-#       regress isolation pgtap tap package bench monitoring (pgtap built
+#       regress isolation pgtap tap docs package bench monitoring (pgtap built
 #       from the tarball of Debian's pgtap source while Debian ships no
 #       postgresql-19-pgtap)
 # test/lib/chroot.sh makes each chroot with debootstrap --variant=minbase
@@ -42,6 +42,10 @@
 #              (PostgreSQL::Test::Cluster), one file at a time; in a
 #              chroot, 060_major_upgrade.pl upgrades from this system's
 #              PostgreSQL 15 (skipped, and counted so, without one)
+#   docs       test/docs.sh: every sql block of README.md and docs/*.md in
+#              document order, a fresh database per document, output
+#              compared with the text block that follows; on a server with
+#              the preload and on one without (one line per document each)
 #   http       examples/: the Node.js (examples/http), Go (examples/go) and
 #              Java (examples/java) payment services, each against the
 #              conformance suite examples/conformance (node --test), plus
@@ -148,7 +152,7 @@ trap cleanup EXIT
 trap 'interrupted INT' INT
 trap 'interrupted TERM' TERM
 
-ALL_SUITES="regress isolation pgtap tap http package bench monitoring valgrind citus"
+ALL_SUITES="regress isolation pgtap tap docs http package bench monitoring valgrind citus"
 # The versions, and the suites each runs by default (test/lib/chroot.sh
 # says where each comes from).  Every SQL-level suite and bench's
 # exactly-once check on every version; valgrind on 15 and 18; http on 15
@@ -161,9 +165,9 @@ default_suites()
 {
 	local s
 	case $1 in
-	15) s="regress isolation pgtap tap http package bench monitoring valgrind" ;;
-	18) s="regress isolation pgtap tap package bench monitoring valgrind" ;;
-	*) s="regress isolation pgtap tap package bench monitoring" ;;
+	15) s="regress isolation pgtap tap docs http package bench monitoring valgrind" ;;
+	18) s="regress isolation pgtap tap docs package bench monitoring valgrind" ;;
+	*) s="regress isolation pgtap tap docs package bench monitoring" ;;
 	esac
 	case " $IDEM_CITUS_VERSIONS " in *" $1 "*) s="$s citus" ;; esac
 	echo "$s"

@@ -149,6 +149,36 @@ suite_pgtap()
 	stop_server "$WORK/pgtap_data"
 }
 
+# The documents as a user runs them (test/docs.sh): every sql block of
+# README.md and docs/*.md in order, a database per document, on a server
+# with shared_preload_libraries = 'idempotency' and on one without it (the
+# configuration the README calls optional); one line per document and
+# server, "docs/preload/README" or "docs/no-preload/README".
+suite_docs()
+{
+	local config port data line name rest
+	say "docs (test/docs.sh: the sql blocks of README.md and docs/*.md, in order)"
+	for config in preload no-preload; do
+		port=$(free_port 55532)
+		data=$WORK/docs_$config
+		if ! start_server "$data" "$port" "$([ "$config" = no-preload ] && echo "shared_preload_libraries = ''")"; then
+			fail "docs/$config (server did not start)"
+			continue
+		fi
+		run_logged "$WORK/docs_$config.log" runuser -u postgres -- env -C "$WORK" PATH="$PG_BIN:$PATH" \
+			TMPDIR="$WORK/tmp" PGHOST="$WORK" PGPORT="$port" bash test/docs.sh "--$config"
+		while IFS= read -r line; do
+			case $line in
+			"ok      "*) rest=${line#ok      }; rest=${rest#docs/}; name=${rest%% *}; pass "docs/$config/$name ${rest#"$name" }" ;;
+			"FAILED  "*) rest=${line#FAILED  }; rest=${rest#docs/}; name=${rest%% *}; fail "docs/$config/$name ${rest#"$name" }" ;;
+			*) printf '%s\n' "$line" ;;
+			esac
+		done <"$WORK/docs_$config.log"
+		grep -qE '^(ok|FAILED)  ' "$WORK/docs_$config.log" || fail "docs/$config (no document ran)"
+		stop_server "$data"
+	done
+}
+
 # make prove_installcheck, one file at a time; each file's tmp_check (its
 # servers' logs) is moved to tap/NAME before the next one starts.
 suite_tap()
