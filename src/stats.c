@@ -87,6 +87,14 @@ static Oid	my_stats_db = InvalidOid;
 void
 IdemStatsInit(void)
 {
+	/*
+	 * A PGC_POSTMASTER setting can be defined only while the postmaster
+	 * loads the library: loaded later (CREATE EXTENSION or a function's
+	 * first call without shared_preload_libraries), defining it would end
+	 * the session.  There are no counters then, and nothing for it to size.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
 	DefineCustomIntVariable("idempotency.stats_max_databases",
 							"Databases whose idempotency counters are kept apart.",
 							"Databases beyond it are counted together, as other databases. Sizes shared memory at server start.",
