@@ -59,7 +59,7 @@ endif
 #                            (test/run.sh: one of the two at a time)
 #   make prove_installcheck  the TAP tests alone
 #                            (PROVE_TESTS=test/t/010_worker.pl: one)
-REGRESS = setup claim attempts batch record hash guc input expire expire_backlog stats execute execute_hostile \
+REGRESS = setup claim attempts batch record hash guc input expire expire_backlog stats execute execute_hostile key_locks \
 	attack_interval attack_execute attack_dump attack_lock_id plans large_response await
 ISOLATION = claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
@@ -68,9 +68,24 @@ ISOLATION = claim_commit batch_order claim_rollback claim_nowait claim_vs_comple
 # (row_type_change last: it moves a column of idempotency_keys to a new attnum)
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 	--load-extension=idempotency
+# The server the tests run against preloads the library (test/regress.conf),
+# unless PRELOAD=0: then it must not (test/regress-no-preload.conf, the
+# default configuration), the tests that need the preload are left out and
+# sql/no_preload.sql checks what answers differently without it.
+# The isolation specs left out are the guard's: without the preload it
+# covers a session only from its first key function call (README).
+REGRESS_NEEDS_PRELOAD = guc stats
+ISOLATION_NEEDS_PRELOAD = attack_guard_index attack_guard_matview attack_guard_sequence \
+	attack_mapping_rule
+REGRESS_CONF = test/regress.conf
+ifeq ($(PRELOAD),0)
+REGRESS := $(filter-out $(REGRESS_NEEDS_PRELOAD),$(REGRESS)) no_preload
+ISOLATION := $(filter-out $(ISOLATION_NEEDS_PRELOAD),$(ISOLATION))
+REGRESS_CONF = test/regress-no-preload.conf
+endif
 ifdef TEMP_INSTANCE
-REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
-ISOLATION_OPTS += --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf
+REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/$(REGRESS_CONF)
+ISOLATION_OPTS += --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/$(REGRESS_CONF)
 endif
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl

@@ -210,6 +210,7 @@ InsertNewKeys(IdemClaimArgs *a, BatchItem *items, int n)
 	int			dims[1];
 	int			lbs[1] = {1};
 	int			m = 0;
+	int			mark = IdemKeyLocksHeld();
 
 	for (int i = 0; i < n; i++)
 	{
@@ -257,6 +258,20 @@ InsertNewKeys(IdemClaimArgs *a, BatchItem *items, int n)
 		if (found == NULL)
 			elog(ERROR, "batch insert returned a token it was not given");
 		found->item->token = key.token;
+	}
+	/*
+	 * A key that has a row is only read (a replay, in_progress, a
+	 * mismatch) unless IdemClaim must take it over, which takes its lock
+	 * again: let go of the lock taken for it here, as a single claim that
+	 * reads a key takes none, so that another batch replaying the key does
+	 * not wait for this transaction.
+	 */
+	for (int j = 0; j < m; j++)
+	{
+		if (drawn[j].item->token != 0)
+			continue;
+		a->key = drawn[j].item->key;
+		IdemUnlockKeySince(a, mark);
 	}
 	/* after the statement's own wait, if it had one */
 	for (int j = 0; j < m; j++)

@@ -19,6 +19,7 @@
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "compat.h"
 #include "store.h"
@@ -34,12 +35,20 @@
 #define KEY_LOCKTAG_KIND 0x1de5
 
 /*
- * Key locks held by the current transaction, and how many it held when each
- * of its open subtransactions started (a subtransaction that rolls back
- * releases the locks it took, so the count goes back with it).
+ * The key locks the current transaction holds, by lock id, in the order
+ * taken, and how many it held when each of its open subtransactions
+ * started.  Every key lock is taken and released under the resource owner
+ * of the current (sub)transaction, never a portal's (a cursor's FETCH runs
+ * under its portal's owner, which outlives a savepoint rolled back around
+ * it), so a subtransaction that rolls back releases exactly the locks it
+ * took: the ones past its start in key_lock_ids, dropped with them.  So
+ * key_lock_ids is always the set of key locks held, whatever runs the
+ * claims (cursors, savepoints, functions, procedures that commit), and a
+ * lock already held is neither taken nor counted again.
  */
 static LocalTransactionId key_locks_lxid = InvalidLocalTransactionId;
 static int	key_locks = 0;
+static int64 key_lock_ids[KEY_LOCKS_MAX];
 static List *key_locks_subids = NIL;	/* open subtransactions, innermost last */
 static List *key_locks_saved = NIL;		/* key_locks when each started */
 
@@ -57,11 +66,22 @@ KeyLocksSync(void)
 	}
 }
 
+/* Where lock id is in key_lock_ids, or -1 */
+static int
+KeyLockIndex(int64 id)
+{
+	for (int i = 0; i < key_locks; i++)
+		if (key_lock_ids[i] == id)
+			return i;
+	return -1;
+}
+
 /*
  * Subtransaction callback: remember key_locks when a subtransaction starts,
- * forget it when it commits, go back to it when it rolls back.  A
- * subtransaction that started before this library was loaded took no key
- * lock before it: rolled back, it leaves none.
+ * forget it when it commits (its locks pass to its parent), go back to it
+ * when it rolls back (its locks are released with it).  A subtransaction
+ * that started before this library was loaded took no key lock before it:
+ * rolled back, it leaves none.
  */
 static void
 KeyLocksSubXact(SubXactEvent event, SubTransactionId mySubid,
@@ -102,6 +122,14 @@ IdemKeyLockInit(void)
 	RegisterSubXactCallback(KeyLocksSubXact, NULL);
 }
 
+/* The key lock's tag on this server */
+static void
+KeyLockTag(LOCKTAG *tag, int64 id)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
+						 (uint32) id, KEY_LOCKTAG_KIND);
+}
+
 /*
  * The key's lock: an advisory lock of this database on the key's lock id,
  * a keyed hash of (scope, key) under a secret of this server
@@ -116,20 +144,27 @@ IdemKeyLockInit(void)
  * there (LockKeyRouted), so that every caller of a key meets the same lock.
  */
 static bool
-LockKeyHere(IdemStmt stmt, text *scope, text *key)
+LockKeyHere(IdemStmt stmt, int64 id)
 {
 	LOCKTAG		tag;
 	LockAcquireResult res;
-	int64		id = IdemKeyLockId(scope, key);
+	ResourceOwner saved = CurrentResourceOwner;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
-						 (uint32) id, KEY_LOCKTAG_KIND);
-	res = LockAcquire(&tag, ExclusiveLock, false, stmt != IDEM_STMT_LOCK_KEY);
-	if (res == LOCKACQUIRE_NOT_AVAIL)
-		return false;
-	if (stmt == IDEM_STMT_PROBE_LOCK_KEY)
-		LockRelease(&tag, ExclusiveLock, false);
-	return true;
+	KeyLockTag(&tag, id);
+	/* the (sub)transaction's owner, not a portal's: see key_lock_ids */
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	PG_TRY();
+	{
+		res = LockAcquire(&tag, ExclusiveLock, false, stmt != IDEM_STMT_LOCK_KEY);
+		if (res != LOCKACQUIRE_NOT_AVAIL && stmt == IDEM_STMT_PROBE_LOCK_KEY)
+			LockRelease(&tag, ExclusiveLock, false);
+	}
+	PG_FINALLY();
+	{
+		CurrentResourceOwner = saved;
+	}
+	PG_END_TRY();
+	return res != LOCKACQUIRE_NOT_AVAIL;
 }
 
 /*
@@ -176,7 +211,7 @@ idem_key_lock(PG_FUNCTION_ARGS)
 				 errhint("The mode is 0 (wait), 1 (try) or 2 (probe).")));
 	PG_RETURN_BOOL(LockKeyHere(mode == 0 ? IDEM_STMT_LOCK_KEY :
 							   mode == 1 ? IDEM_STMT_TRY_LOCK_KEY : IDEM_STMT_PROBE_LOCK_KEY,
-							   PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1)));
+							   IdemKeyLockId(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1))));
 }
 
 /*
@@ -186,17 +221,22 @@ idem_key_lock(PG_FUNCTION_ARGS)
  * is elsewhere takes no key lock: the primary key still lets one claim of
  * the key commit, and wait => false may wait for a writer of the key.
  * With wait, waits for a transaction that holds it; without, returns false
- * at once when another transaction holds it.  Past KEY_LOCKS_MAX
- * locks in this transaction none is taken: with wait, nothing is done;
- * without, the lock is only tested.
+ * at once when another transaction holds it.  A lock this transaction
+ * holds already is had at once, and not counted again.  Past
+ * KEY_LOCKS_MAX locks in this transaction none is taken: with wait,
+ * nothing is done; without, the lock is only tested.
  */
 bool
 IdemLockKey(IdemClaimArgs *a, bool wait)
 {
 	IdemStmt	stmt;
 	bool		got;
+	int64		id;
 
 	KeyLocksSync();
+	id = IdemKeyLockId(a->scope, a->key);
+	if (KeyLockIndex(id) >= 0)
+		return true;
 	if (key_locks < KEY_LOCKS_MAX)
 		stmt = wait ? IDEM_STMT_LOCK_KEY : IDEM_STMT_TRY_LOCK_KEY;
 	else if (wait)
@@ -205,13 +245,13 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 		stmt = IDEM_STMT_PROBE_LOCK_KEY;
 
 	if (!IdemCitusPresent() || IdemKeyShardIsLocal(a->nspid, a->scope))
-		got = LockKeyHere(stmt, a->scope, a->key);
+		got = LockKeyHere(stmt, id);
 	else if (IdemKeyLockFunctionExists(a->nspid))
 		got = LockKeyRouted(a, stmt);
 	else
 		return true;			/* a schema before 0.4.0 on Citus: see below */
 	if (got && stmt != IDEM_STMT_PROBE_LOCK_KEY)
-		key_locks++;
+		key_lock_ids[key_locks++] = id;
 	return got;
 }
 
@@ -221,4 +261,42 @@ IdemKeyLocksHeld(void)
 {
 	KeyLocksSync();
 	return key_locks;
+}
+
+/*
+ * Let go of the key's lock if this transaction took it after mark (a
+ * count of IdemKeyLocksHeld), in the (sub)transaction that runs now, on
+ * this server: a batch that took the locks of its keys before writing them
+ * keeps only those of the keys it wrote, as a single claim that reads a
+ * key without writing it takes no lock.  A lock held from before mark
+ * stays held.
+ */
+void
+IdemUnlockKeySince(IdemClaimArgs *a, int mark)
+{
+	LOCKTAG		tag;
+	ResourceOwner saved = CurrentResourceOwner;
+	int64		id;
+	int			i;
+	int			level_start;
+
+	KeyLocksSync();
+	id = IdemKeyLockId(a->scope, a->key);
+	i = KeyLockIndex(id);
+	level_start = key_locks_saved != NIL ? llast_int(key_locks_saved) : 0;
+	if (i < 0 || i < mark || i < level_start || IdemCitusPresent())
+		return;
+	KeyLockTag(&tag, id);
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	PG_TRY();
+	{
+		LockRelease(&tag, ExclusiveLock, false);
+	}
+	PG_FINALLY();
+	{
+		CurrentResourceOwner = saved;
+	}
+	PG_END_TRY();
+	memmove(&key_lock_ids[i], &key_lock_ids[i + 1], sizeof(int64) * (key_locks - i - 1));
+	key_locks--;
 }

@@ -13,6 +13,7 @@
 
 extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
 extern int	IdemKeyLocksHeld(void);
+extern void IdemUnlockKeySince(IdemClaimArgs *a, int mark);
 extern void IdemKeyLockInit(void);
 
 #endif							/* IDEMPOTENCY_KEYLOCK_H */

@@ -14,11 +14,16 @@
  * idem_stats_databases() with no database and by idempotency_stats there
  * as NULL; the server logs that once.  idem_stats_reset() frees the slots
  * of dropped databases.  A backend never has its slot freed under it: a
- * database is dropped only with no backend connected to it.
+ * database is dropped only with no backend connected to it.  DROP DATABASE,
+ * when it commits, marks the database's slot dropped (an object access
+ * hook, in every backend since the library is preloaded): its counters are
+ * still shown, with no name, until a reset frees the slot, but a database
+ * created later with the same OID (CREATE DATABASE ... OID, or OIDs
+ * wrapping around) takes a slot of its own and starts from zero.
  *
  * Like pg_stat_statements's, the counters are not transactional (a claim
- * that rolls back was still counted) and are lost at server restart (and
- * at a crash's reinitialisation).  Shared memory can only be had when the
+ * that rolls back was still counted).  Unlike its, they are lost at every
+ * server restart (and at a crash's reinitialisation).  Shared memory can only be had when the
  * library is preloaded; without shared_preload_libraries the counters are
  * not kept and the view shows NULL for them.
  *
@@ -27,6 +32,9 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -55,6 +63,7 @@ PG_FUNCTION_INFO_V1(idem_stats_reset);
 typedef struct IdemDbStats
 {
 	Oid			dbid;			/* InvalidOid: slot free; under the lock */
+	bool		dropped;		/* dbid was dropped; under the lock */
 	pg_atomic_uint64 counters[IDEM_NUM_STATS];
 	pg_atomic_uint64 max_batch_rows;	/* largest expiry batch */
 	pg_atomic_uint64 last_pass;		/* TimestampTz of the worker's last pass */
@@ -83,10 +92,49 @@ static IdemSharedStats *idem_stats_shared = NULL;
 static IdemDbStats *my_stats = NULL;
 static Oid	my_stats_db = InvalidOid;
 
+/* A database this transaction drops, its slot marked when it commits */
+static Oid	dropping_db = InvalidOid;
+static object_access_hook_type prev_object_access_hook = NULL;
+
+static void
+StatsObjectAccess(ObjectAccessType access, Oid classId, Oid objectId,
+				  int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access == OAT_DROP && classId == DatabaseRelationId)
+		dropping_db = objectId;
+}
+
+static void
+StatsXactCallback(XactEvent event, void *arg)
+{
+	if (!OidIsValid(dropping_db))
+		return;
+	if (event == XACT_EVENT_COMMIT && idem_stats_shared != NULL)
+	{
+		LWLockAcquire(idem_stats_shared->lock, LW_EXCLUSIVE);
+		for (int i = 0; i < idem_stats_shared->nslots; i++)
+			if (idem_stats_shared->slots[i].dbid == dropping_db)
+				idem_stats_shared->slots[i].dropped = true;
+		LWLockRelease(idem_stats_shared->lock);
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
+		dropping_db = InvalidOid;
+}
+
 /* Define idempotency.stats_max_databases; _PG_init calls it */
 void
 IdemStatsInit(void)
 {
+	/*
+	 * A PGC_POSTMASTER setting can be defined only while the postmaster
+	 * loads the library: loaded later (CREATE EXTENSION or a function's
+	 * first call without shared_preload_libraries), defining it would end
+	 * the session.  There are no counters then, and nothing for it to size.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
 	DefineCustomIntVariable("idempotency.stats_max_databases",
 							"Databases whose idempotency counters are kept apart.",
 							"Databases beyond it are counted together, as other databases. Sizes shared memory at server start.",
@@ -95,6 +143,9 @@ IdemStatsInit(void)
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = StatsObjectAccess;
+	RegisterXactCallback(StatsXactCallback, NULL);
 }
 
 /* The counters' shared memory (shmem.c asks for it) */
@@ -161,6 +212,7 @@ IdemStatsShmemAttach(void)
 		for (int i = 0; i < idem_stats_shared->nslots; i++)
 		{
 			idem_stats_shared->slots[i].dbid = InvalidOid;
+			idem_stats_shared->slots[i].dropped = false;
 			ZeroStats(&idem_stats_shared->slots[i], idem_stats_shared->started, true);
 		}
 	}
@@ -171,7 +223,8 @@ static IdemDbStats *
 FindSlot(Oid dbid)
 {
 	for (int i = 0; i < idem_stats_shared->nslots; i++)
-		if (idem_stats_shared->slots[i].dbid == dbid)
+		if (idem_stats_shared->slots[i].dbid == dbid &&
+			!idem_stats_shared->slots[i].dropped)
 			return &idem_stats_shared->slots[i];
 	return NULL;
 }
@@ -208,6 +261,7 @@ MyStatsSlow(void)
 				ZeroStats(s, idem_stats_shared->started, false);
 				pg_atomic_write_u64(&s->last_pass, 0);
 				s->dbid = MyDatabaseId;
+				s->dropped = false;
 			}
 		}
 		LWLockRelease(idem_stats_shared->lock);
@@ -389,6 +443,8 @@ idem_stats_databases(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TupleDesc	desc;
 	Oid		   *dbids;
+	int		   *slots;
+	bool	   *dropped;
 	int			n = 0;
 
 	(void) StatsRowType(fcinfo, 2);
@@ -397,12 +453,21 @@ idem_stats_databases(PG_FUNCTION_ARGS)
 	if (idem_stats_shared == NULL)
 		PG_RETURN_VOID();
 
-	/* the databases first, under the lock; their names after (catalog reads) */
+	/*
+	 * The slots in use first, under the lock; the names after (catalog
+	 * reads), none for a dropped database (its OID may be another's now).
+	 */
 	dbids = palloc(sizeof(Oid) * (idem_stats_shared->nslots + 1));
+	slots = palloc(sizeof(int) * (idem_stats_shared->nslots + 1));
+	dropped = palloc(sizeof(bool) * (idem_stats_shared->nslots + 1));
 	LWLockAcquire(idem_stats_shared->lock, LW_SHARED);
 	for (int i = 0; i < idem_stats_shared->nslots; i++)
 		if (OidIsValid(idem_stats_shared->slots[i].dbid))
+		{
+			slots[n] = i;
+			dropped[n] = idem_stats_shared->slots[i].dropped;
 			dbids[n++] = idem_stats_shared->slots[i].dbid;
+		}
 	LWLockRelease(idem_stats_shared->lock);
 	if (pg_atomic_read_u32(&idem_stats_shared->full_logged) != 0)
 		dbids[n++] = InvalidOid;
@@ -411,19 +476,21 @@ idem_stats_databases(PG_FUNCTION_ARGS)
 	{
 		Datum		values[2 + STATS_COLUMNS];
 		bool		nulls[2 + STATS_COLUMNS];
-		IdemDbStats *s;
-		char	   *name = OidIsValid(dbids[i]) ? get_database_name(dbids[i]) : NULL;
+		char	   *name = OidIsValid(dbids[i]) && !dropped[i] ? get_database_name(dbids[i]) : NULL;
 
 		CHECK_FOR_INTERRUPTS();
 		if (OidIsValid(dbids[i]))
 		{
+			IdemDbStats *s = &idem_stats_shared->slots[slots[i]];
+			bool		same;
+
 			LWLockAcquire(idem_stats_shared->lock, LW_SHARED);
-			s = FindSlot(dbids[i]);
-			if (s != NULL)
+			same = s->dbid == dbids[i] && s->dropped == dropped[i];
+			if (same)
 				FillStats(s, desc->natts - 2, values + 2, nulls + 2);
 			LWLockRelease(idem_stats_shared->lock);
-			if (s == NULL)
-				continue;		/* freed meanwhile */
+			if (!same)
+				continue;		/* freed or taken meanwhile */
 		}
 		else
 			FillStats(&idem_stats_shared->other, desc->natts - 2, values + 2, nulls + 2);
@@ -444,6 +511,8 @@ Datum
 idem_stats_reset(PG_FUNCTION_ARGS)
 {
 	Oid		   *dbids;
+	int		   *slots;
+	bool	   *dropped;
 	int			n = 0;
 	IdemDbStats *s;
 
@@ -458,22 +527,34 @@ idem_stats_reset(PG_FUNCTION_ARGS)
 	if (s != &idem_stats_shared->other)
 		ZeroStats(s, GetCurrentTimestamp(), false);
 
-	/* the slots of dropped databases: looked up without the lock, then freed */
+	/*
+	 * The slots of dropped databases (marked so, or no longer in the
+	 * catalog): looked up without the lock, then freed
+	 */
 	dbids = palloc(sizeof(Oid) * idem_stats_shared->nslots);
+	slots = palloc(sizeof(int) * idem_stats_shared->nslots);
+	dropped = palloc(sizeof(bool) * idem_stats_shared->nslots);
 	LWLockAcquire(idem_stats_shared->lock, LW_SHARED);
 	for (int i = 0; i < idem_stats_shared->nslots; i++)
 		if (OidIsValid(idem_stats_shared->slots[i].dbid))
+		{
+			slots[n] = i;
+			dropped[n] = idem_stats_shared->slots[i].dropped;
 			dbids[n++] = idem_stats_shared->slots[i].dbid;
+		}
 	LWLockRelease(idem_stats_shared->lock);
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		if (SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbids[i])))
+		if (!dropped[i] && SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbids[i])))
 			continue;
 		LWLockAcquire(idem_stats_shared->lock, LW_EXCLUSIVE);
-		s = FindSlot(dbids[i]);
-		if (s != NULL)
+		s = &idem_stats_shared->slots[slots[i]];
+		if (s->dbid == dbids[i] && s->dropped == dropped[i])
+		{
 			s->dbid = InvalidOid;
+			s->dropped = false;
+		}
 		LWLockRelease(idem_stats_shared->lock);
 	}
 	pfree(dbids);

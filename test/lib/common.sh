@@ -183,7 +183,7 @@ start_server()
 port = $port
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$WORK'
-shared_preload_libraries = 'idempotency'
+shared_preload_libraries = '$([ "${PRELOAD:-1}" = 0 ] || echo idempotency,pg_stat_statements)'
 fsync = on
 $more
 CONF

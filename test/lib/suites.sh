@@ -91,7 +91,10 @@ count_regress()
 run_installcheck()
 {
 	local suite=$1 other=$2 diffs=$WORK/$3 rc
-	run_logged "$WORK/$suite.log" "${MAKE_PG[@]}" installcheck TEMP_INSTANCE=1 "$other=" TAP_TESTS=
+	[ "${PRELOAD:-1}" = 0 ] && suite=$suite-no-preload
+	rm -f "$diffs"
+	run_logged "$WORK/$suite.log" "${MAKE_PG[@]}" installcheck TEMP_INSTANCE=1 "$other=" TAP_TESTS= \
+		PRELOAD="${PRELOAD:-1}"
 	rc=$?
 	count_regress "$suite" "$WORK/$suite.log"
 	if [ -f "$diffs" ]; then
@@ -102,31 +105,45 @@ run_installcheck()
 	fi
 }
 
+# regress, isolation and pgtap run twice: against a server that preloads
+# the library, and against one that does not (PRELOAD=0, the default
+# configuration: lines "pgN/regress-no-preload/NAME").
 suite_regress()
 {
 	say "regress (make installcheck: pg_regress, sql/)"
 	run_installcheck regress ISOLATION regression.diffs
+	say "regress without shared_preload_libraries (make installcheck PRELOAD=0)"
+	PRELOAD=0 run_installcheck regress ISOLATION regression.diffs
 }
 
 suite_isolation()
 {
 	say "isolation (make installcheck: pg_isolation_regress, test/specs/)"
 	run_installcheck isolation REGRESS test/output_iso/regression.diffs
+	say "isolation without shared_preload_libraries (make installcheck PRELOAD=0)"
+	PRELOAD=0 run_installcheck isolation REGRESS test/output_iso/regression.diffs
 }
 
 # pg_prove, one file at a time, each in a fresh database (with pgtap and
 # idempotency created) on one server: files cannot depend on each other.
 suite_pgtap()
 {
-	local n=0 f name port
-	say "pgtap (pg_prove, test/pgtap/)"
+	pgtap_run
+	PRELOAD=0 pgtap_run
+}
+
+pgtap_run()
+{
+	local n=0 f name port suite=pgtap
+	[ "${PRELOAD:-1}" = 0 ] && suite=pgtap-no-preload
+	say "$suite (pg_prove, test/pgtap/)"
 	if [ -n "$PGTAP_MISSING" ]; then
-		skip "pgtap (Debian ships no postgresql-$PG_MAJOR-pgtap here)"
+		skip "$suite (Debian ships no postgresql-$PG_MAJOR-pgtap here)"
 		return
 	fi
 	port=$(free_port 55432)
-	if ! start_server "$WORK/pgtap_data" "$port"; then
-		fail "pgtap (server did not start)"
+	if ! start_server "$WORK/${suite}_data" "$port"; then
+		fail "$suite (server did not start)"
 		return
 	fi
 	for f in test/pgtap/*.sql; do
@@ -134,19 +151,19 @@ suite_pgtap()
 		n=$((n + 1))
 		name=$(basename "$f" .sql)
 		if as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
-			-c "CREATE DATABASE \"tap_$name\"" >"$WORK/pgtap_$name.log" 2>&1 &&
+			-c "CREATE DATABASE \"tap_$name\"" >"$WORK/${suite}_$name.log" 2>&1 &&
 			as_postgres psql -X -q -h "$WORK" -p "$port" -d "tap_$name" -v ON_ERROR_STOP=1 \
-				-c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION idempotency" >>"$WORK/pgtap_$name.log" 2>&1 &&
-			run_logged "$WORK/pgtap_$name.run" runuser -u postgres -- env -C "$WORK" \
+				-c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION idempotency" >>"$WORK/${suite}_$name.log" 2>&1 &&
+			run_logged "$WORK/${suite}_$name.run" runuser -u postgres -- env -C "$WORK" \
 				PATH="$PG_BIN:$PATH" pg_prove -h "$WORK" -p "$port" -d "tap_$name" "$f"; then
-			pass "pgtap/$name"
+			pass "$suite/$name"
 		else
-			fail "pgtap/$name"
-			cat "$WORK/pgtap_$name.log" "$WORK/pgtap_$name.run" 2>/dev/null
+			fail "$suite/$name"
+			cat "$WORK/${suite}_$name.log" "$WORK/${suite}_$name.run" 2>/dev/null
 		fi
 	done
 	[ "$n" -gt 0 ] || note "no test/pgtap/*.sql: suite skipped"
-	stop_server "$WORK/pgtap_data"
+	stop_server "$WORK/${suite}_data"
 }
 
 # The documents as a user runs them (test/docs.sh): every sql block of

@@ -2,7 +2,8 @@
 # runs out: a database beyond the slots is counted with the other such
 # databases (idem_stats_databases() row with dbid NULL), its own
 # idempotency_stats shows NULL, and the server says so once; a reset frees
-# the slots of dropped databases, and a new connection then gets one.  A
+# the slots of dropped databases, and a new connection then gets one; a
+# database made later with a dropped one's OID does not inherit its counters.  A
 # database without the extension that the worker visits takes no slot.  A
 # restart loses the counters.
 use strict;
@@ -48,9 +49,22 @@ my $logged = () = $log =~ /database \d+ is counted with other databases: all 2 s
 is($logged, 1, 'the server says so, once');
 
 # dropping d1 and a reset free its slot; d3's next connection takes it
+my $d1oid = $node->safe_psql('postgres', q{SELECT oid FROM pg_database WHERE datname = 'd1'});
 $node->safe_psql('postgres', 'DROP DATABASE d1');
 is($node->safe_psql('d2', q{SELECT count(*) FROM idem_stats_databases() WHERE datname IS NULL AND dbid IS NOT NULL}),
 	'1', "a dropped database's counters stay until a reset");
+
+# a database made with the dropped one's OID (CREATE DATABASE ... OID, open
+# to any role with CREATEDB; OIDs also wrap around) does not inherit them
+$node->safe_psql('postgres', "CREATE DATABASE d4 OID = $d1oid");
+$node->safe_psql('d4', 'CREATE EXTENSION idempotency');
+$node->safe_psql('d4', q{SELECT idem_claim('d4-own', NULL)});
+is($node->safe_psql('d4', 'SELECT claims_new IS NULL FROM idempotency_stats'), 't',
+	"a new database with a dropped one's OID does not take its counters (no slot is free: NULL)");
+is($node->safe_psql('d2', qq{SELECT coalesce(datname, '(dropped)') || ' ' || claims_new
+	FROM idem_stats_databases() WHERE dbid = $d1oid}),
+	'(dropped) 3', "the dropped database's counters are shown without the new one's name");
+$node->safe_psql('postgres', 'DROP DATABASE d4');
 $node->safe_psql('d2', 'SELECT idem_stats_reset()');
 is($node->safe_psql('d2', q{SELECT count(*) FROM idem_stats_databases() WHERE datname IS NULL AND dbid IS NOT NULL}),
 	'0', 'the reset frees its slot');
