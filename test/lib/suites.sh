@@ -178,7 +178,7 @@ suite_docs()
 	for config in preload no-preload; do
 		port=$(free_port 55532)
 		data=$WORK/docs_$config
-		if ! start_server "$data" "$port" "$([ "$config" = no-preload ] && echo "shared_preload_libraries = ''")"; then
+		if ! PRELOAD=$([ "$config" = no-preload ] && echo 0 || echo 1) start_server "$data" "$port"; then
 			fail "docs/$config (server did not start)"
 			continue
 		fi
