@@ -145,7 +145,7 @@ my @cases = (
 	  warm => q{SELECT outcome FROM idem_execute('small-failed', '{"amount": 1}', 'mem', 201, 'INSERT INTO mem_payments (n) VALUES (1) RETURNING id')},
 	  call => q{SELECT outcome, pg_column_size(response) FROM idem_execute('num-failed', '{"amount": 1}', 'mem', 201, 'INSERT INTO mem_payments (n) VALUES (1) RETURNING id')},
 	  stored => q{key = 'num-failed'}, input => 100 },
-	{ fn => 'idem_claim_batch', name => '10,000 replays of 131,072-digit numbers', held => 1,
+	{ fn => 'idem_claim_batch', name => '10,000 replays of 131,072-digit numbers', held => 1, rollback => 1,
 	  warm => q{SELECT count(*) FROM idem_claim_batch(ARRAY['small-done', 'small-rp'], scope => 'mem')},
 	  call => q{SELECT count(*), sum(pg_column_size(response)) FROM idem_claim_batch(
 	              ARRAY(SELECT format('n-%s', lpad(g::text, 5, '0')) FROM generate_series(1, 10000) g), scope => 'mem')},
@@ -206,6 +206,7 @@ my @cases = (
 	{ fn => 'idem_resolve', name => 'a key with a 1 MB recovery point, failed with the huge numbers', rollback => 1,
 	  warm => q{SELECT idem_resolve('small-live', 'mem', 'fail', 500, '[1]')},
 	  call => q{SELECT idem_resolve('rp-live', 'mem', 'fail', 500, (SELECT huge FROM mem_values))},
+	  # its input, the huge numbers, counted as num-done's stored bytes
 	  stored => q{key IN ('rp-live', 'num-done')}, input => 32 },
 	{ fn => 'idem_expire', name => '600 claims with 1 MB recovery points due', rollback => 1,
 	  warm => q{SELECT idem_expire(1)},
