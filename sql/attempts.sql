@@ -102,6 +102,27 @@ SELECT outcome, status, response_code, response->'last_response' AS last_respons
 FROM idem_claim('att-big', NULL, 'att', max_attempts => 1);
 DELETE FROM idempotency_keys WHERE key = 'att-big';
 
+-- the last response is kept inside the exhausted one as stored, whatever its
+-- shape: the same jsonb as built by SQL (equal, the same text, hash and size)
+CREATE FUNCTION exhaust_with(k text, body jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM idem_fail(k, 'att-shape', (SELECT token FROM idem_claim(k, NULL, 'att-shape')), 500, body, true);
+    RETURN (SELECT response FROM idem_claim(k, NULL, 'att-shape', max_attempts => 1));
+END $$;
+WITH shapes(i, body) AS (VALUES (1, 'null'::jsonb), (2, 'true'), (3, 'false'), (4, '0'), (5, '-1.50'),
+    (6, '"é ✓ \u0001"'), (7, '""'), (8, '[]'), (9, '{}'), (10, '[1, "a", null, [2, {"b": 3.5}]]'),
+    (11, (SELECT jsonb_object_agg('k' || g, g) FROM generate_series(1, 40) g)),
+    (12, (SELECT jsonb_agg(CASE WHEN g % 3 = 0 THEN to_jsonb(g) ELSE to_jsonb(repeat('x', g)) END) FROM generate_series(1, 70) g)),
+    (13, '1e131071'), (14, '{"a": {"b": {"c": [true, false, 1e-5]}}}')),
+r AS (SELECT i, body, exhaust_with('shape-' || i, body) AS got,
+      jsonb_build_object('error', 'attempts_exhausted', 'attempts', 1, 'max_attempts', 1, 'last_response', body) AS want
+      FROM shapes)
+SELECT i, got = want AS equal, got::text = want::text AS same_text, jsonb_hash(got) = jsonb_hash(want) AS same_hash,
+       got @> want AND want @> got AS contains, got->'last_response' = body AS last_response,
+       pg_column_size(got) = pg_column_size(want) AS same_size
+FROM r ORDER BY i;
+DELETE FROM idempotency_keys WHERE scope = 'att-shape';
+
 -- bad limits
 SELECT * FROM idem_claim('att-6', NULL, 'att', max_attempts => -1);
 \echo :LAST_ERROR_SQLSTATE

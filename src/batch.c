@@ -57,12 +57,14 @@ enum
 };
 
 /*
- * The most bytes of stored responses one call answers with: its rows are
- * kept until the last key is claimed (they are returned in the order
- * given, not the order claimed), so this bounds the call's memory, at the
- * size of the largest response a single claim can return.
+ * The most bytes of answers one call holds: its rows are kept until the
+ * last key is claimed (they are returned in the order given, not the order
+ * claimed), so this bounds the call's memory, at the size of the largest
+ * response a single claim can return.  Each row counts whole, as formed:
+ * every stored value it carries (response, recovery point) at its size
+ * held (read whole and decompressed), counted before the row is kept.
  */
-#define BATCH_MAX_RESPONSE_BYTES ((Size) 256 * 1024 * 1024)
+#define BATCH_MAX_ANSWER_BYTES ((Size) 256 * 1024 * 1024)
 
 /* One key of the batch */
 typedef struct BatchItem
@@ -317,7 +319,7 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 	text	   *scope;
 	int			n;
 	int			pin;
-	Size		response_bytes = 0;
+	Size		answer_bytes = 0;
 
 	if (PG_ARGISNULL(BATCH_ARG_SCOPE))
 		ereport(ERROR,
@@ -389,17 +391,16 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 		}
 		values[0] = PointerGetDatum(item->key);
 		nulls[0] = false;
-		if (!nulls[1 + CLAIM_RESPONSE])
-		{
-			response_bytes += VARSIZE_ANY(DatumGetPointer(values[1 + CLAIM_RESPONSE]));
-			if (response_bytes > BATCH_MAX_RESPONSE_BYTES)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("the stored responses of the batch's keys are too large to answer in one call"),
-						 errdetail("A batch answers with at most %zu MB of stored responses.",
-								   BATCH_MAX_RESPONSE_BYTES / (1024 * 1024)),
-						 errhint("Claim these keys in smaller batches, or one by one.")));
-		}
+		/* the row about to be kept, counted before it is */
+		answer_bytes += HEAPTUPLESIZE + SizeofHeapTupleHeader + BITMAPLEN(IDEM_CLAIM_NCOLUMNS + 1) +
+			heap_compute_data_size(rsinfo->setDesc, values, nulls);
+		if (answer_bytes > BATCH_MAX_ANSWER_BYTES)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("the stored responses and recovery points of the batch's keys are too large to answer in one call"),
+					 errdetail("A batch answers with at most %zu MB, counting each stored response and recovery point at its full (decompressed) size.",
+							   BATCH_MAX_ANSWER_BYTES / (1024 * 1024)),
+					 errhint("Claim these keys in smaller batches, or one by one.")));
 		/* formed outside SPI's memory, which SPI_finish frees */
 		old = MemoryContextSwitchTo(callcxt);
 		rows[item->index] = heap_form_tuple(rsinfo->setDesc, values, nulls);
@@ -411,6 +412,9 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 	error_context_stack = context.previous;
 
 	for (int i = 0; i < n; i++)
+	{
 		tuplestore_puttuple(rsinfo->setResult, rows[i]);
+		heap_freetuple(rows[i]);	/* copied, or written out past work_mem */
+	}
 	return (Datum) 0;
 }

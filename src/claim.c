@@ -316,32 +316,140 @@ WriteClaim(IdemClaimArgs *a, ClaimAction act, const IdemRow *row, bool reclaim,
 /* More than the text the exhausted response adds around the last response */
 #define EXHAUSTED_WRAPPER_TEXT 256
 
+/* A value of a jsonb object that JsonbObjectOf builds: a jsonb's root */
+typedef struct JsonbPiece
+{
+	JEntry		type;			/* JENTRY_IS* */
+	const char *data;
+	uint32		len;
+	bool		aligned;		/* starts at a 4-byte boundary (numeric, container) */
+} JsonbPiece;
+
+/*
+ * The root of jsonb jb as a value inside another container: a scalar's
+ * value, or the container itself.  A jsonb container holds only offsets
+ * relative to itself, so it is embedded byte for byte, as the jsonb code
+ * itself returns a nested one (jbvBinary).
+ */
+static JsonbPiece
+JsonbPieceOf(Jsonb *jb)
+{
+	JsonbPiece	p;
+
+	if (JB_ROOT_IS_SCALAR(jb))
+	{
+		/* a one-element array; its element's data starts after its JEntry */
+		JEntry		e = jb->root.children[0];
+
+		p.type = e & JENTRY_TYPEMASK;
+		p.data = (const char *) &jb->root.children[1];
+		p.len = JBE_OFFLENFLD(e);
+	}
+	else
+	{
+		p.type = JENTRY_ISCONTAINER;
+		p.data = (const char *) &jb->root;
+		p.len = VARSIZE(jb) - VARHDRSZ;
+	}
+	p.aligned = p.type == JENTRY_ISNUMERIC || p.type == JENTRY_ISCONTAINER;
+	return p;
+}
+
+/*
+ * A jsonb object of n pairs, its keys given in jsonb's order (shorter
+ * first, then bytewise), each value the root of a jsonb (JsonbPieceOf),
+ * written in jsonb's on-disk format (utils/jsonb.h): the values are copied,
+ * never printed, parsed nor taken apart, so this costs their stored bytes.
+ * NULL when the object would be larger than a jsonb container can be.
+ */
+static Jsonb *
+JsonbObjectOf(int n, const char *const *keys, Jsonb *const *values)
+{
+	JsonbPiece *pieces = palloc(sizeof(JsonbPiece) * 2 * n);
+	Size		meta = sizeof(uint32) + sizeof(JEntry) * 2 * n;
+	Size		end = 0;
+	Jsonb	   *jb;
+	char	   *base;
+
+	for (int i = 0; i < n; i++)
+	{
+		Assert(i == 0 || strlen(keys[i - 1]) < strlen(keys[i]) ||
+			   (strlen(keys[i - 1]) == strlen(keys[i]) && strcmp(keys[i - 1], keys[i]) < 0));
+		pieces[i] = (JsonbPiece) {JENTRY_ISSTRING, keys[i], strlen(keys[i]), false};
+		pieces[n + i] = JsonbPieceOf(values[i]);
+	}
+	for (int i = 0; i < 2 * n; i++)
+	{
+		if (pieces[i].aligned)
+			end = INTALIGN(end);
+		end += pieces[i].len;
+		if (meta + end > JENTRY_OFFLENMASK)
+			return NULL;
+	}
+
+	jb = palloc0(VARHDRSZ + meta + end);
+	SET_VARSIZE(jb, VARHDRSZ + meta + end);
+	jb->root.header = (uint32) n | JB_FOBJECT;
+	base = (char *) &jb->root.children[2 * n];
+	end = 0;
+	for (int i = 0; i < 2 * n; i++)
+	{
+		Size		start = end;
+
+		/* padding (zeroes) belongs to the value after it */
+		if (pieces[i].aligned)
+			end = INTALIGN(end);
+		memcpy(base + end, pieces[i].data, pieces[i].len);
+		end += pieces[i].len;
+		/* every JB_OFFSET_STRIDE'th JEntry holds its end offset, the others their length */
+		jb->root.children[i] = pieces[i].type |
+			((i % JB_OFFSET_STRIDE) == 0 ? (uint32) end | JENTRY_HAS_OFF : (uint32) (end - start));
+	}
+	return jb;
+}
+
+/* A small jsonb from its text */
+static Jsonb *
+JsonbOfText(const char *text)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+}
+
 /*
  * The response a key made final by the attempts limit keeps: what it says,
  * the counts, and the last attempt's response (the failure it stored; null
  * for a holder whose lease ran out).  A last response too long to store
  * with the rest around it (input.c) is left out, and the response says so:
- * the key must become final whatever its last attempt stored.
+ * the key must become final whatever its last attempt stored.  The last
+ * response is embedded as stored (JsonbObjectOf), not printed and parsed
+ * back: its text can be 13,000 times its size (a number of 10 bytes prints
+ * 131,072 digits), and so would the time and memory.
  */
 static Datum
 ExhaustedResponse(const IdemRow *row, int32 max_attempts)
 {
-	StringInfoData buf;
+	static const char *const keys[] = {
+		"error", "attempts", "max_attempts", "last_response", "last_response_omitted"
+	};
+	Jsonb	   *values[lengthof(keys)];
+	Jsonb	   *response = NULL;
 	bool		has_last = row->response != (Datum) 0;
-	bool		keep_last = has_last && IdemResponseFitsIn(row->response, EXHAUSTED_WRAPPER_TEXT);
 
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"error\": \"attempts_exhausted\", \"attempts\": %d, \"max_attempts\": %d, \"last_response\": ",
-					 row->attempts, max_attempts);
-	if (keep_last)
-		appendStringInfoString(&buf, JsonbToCString(NULL, &DatumGetJsonbP(row->response)->root,
-													VARSIZE(DatumGetPointer(row->response))));
-	else
-		appendStringInfoString(&buf, "null");
-	if (has_last && !keep_last)
-		appendStringInfoString(&buf, ", \"last_response_omitted\": \"too large to store inside this response\"");
-	appendStringInfoChar(&buf, '}');
-	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+	values[0] = JsonbOfText("\"attempts_exhausted\"");
+	values[1] = JsonbOfText(psprintf("%d", row->attempts));
+	values[2] = JsonbOfText(psprintf("%d", max_attempts));
+	if (has_last && IdemResponseFitsIn(row->response, EXHAUSTED_WRAPPER_TEXT))
+	{
+		values[3] = DatumGetJsonbP(row->response);
+		response = JsonbObjectOf(4, keys, values);
+	}
+	if (response == NULL)
+	{
+		values[3] = JsonbOfText("null");
+		values[4] = JsonbOfText("\"too large to store inside this response\"");
+		response = JsonbObjectOf(has_last ? 5 : 4, keys, values);
+	}
+	return JsonbPGetDatum(response);
 }
 
 /*

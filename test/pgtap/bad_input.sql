@@ -19,8 +19,9 @@
  *    missing key.  Each raises its SQLSTATE (IK002 stale token, IK003 not
  *    processing, IK004 not found, IK005 token required) and the key's
  *    stored row (as text, every column) is the same afterwards.
- * 4. A batch answers with at most 256 MB of stored responses (its rows are
- *    kept until its last key is claimed): three claims of a key whose
+ * 4. A batch answers with at most 256 MB of stored responses and recovery
+ *    points (its rows are kept until its last key is claimed; recovery
+ *    points: test/t/070_memory.pl): three claims of a key whose
  *    stored response is 100 MB (compressed to a few hundred kB) are 54000,
  *    two are answered, as is each claim on its own.
  *
