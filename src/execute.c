@@ -682,9 +682,12 @@ idem_execute(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	/* the times written count from after the call's last wait */
-	level = IdemPinSearchPath();
-	(void) IdemStampEnd(&a.stamp, a.nspid);
-	IdemUnpinSearchPath(level);
+	if (IdemStampWaited(&a.stamp))
+	{
+		level = IdemPinSearchPath();
+		(void) IdemStampEnd(&a.stamp, a.nspid);
+		IdemUnpinSearchPath(level);
+	}
 	/* the result row, copied out of SPI's memory before SPI_finish */
 	result = SPI_returntuple(heap_form_tuple(desc, values, nulls), desc);
 	SPI_finish();

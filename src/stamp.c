@@ -209,31 +209,49 @@ IdemStampWrote(IdemStmt stmt, const IdemArgs *args, bool new_token,
 }
 
 /*
- * The end of the call: if it waited since its first pending row was
- * stamped, move every row it wrote forward to count from now, in one
- * statement; returns whether it did (then SPI_tuptable holds their token
- * and locked_until).  This must be the call's last statement on the table;
- * nothing it does can wait (the rows are this transaction's).  Must be
- * called inside SPI.
+ * Has the call waited since its first pending row was stamped, so that its
+ * end must move its rows (IdemStampEnd)?  Asked once, at its end; a caller
+ * that must prepare for IdemStampEnd's statement (pin the search_path) asks
+ * first, so that a call that did not wait pays nothing for it.
  */
 bool
-IdemStampEnd(IdemStamp *s, Oid nspid)
+IdemStampWaited(IdemStamp *s)
 {
 	TimestampTz now;
 	int64		cpu;
 	long		sleeps;
 	bool		counted;
-	IdemArgs	args = {.given = 0};
-	MemoryContext old;
 
 	if (s->nrows == 0)
 		return false;
+	if (s->waited)
+		return true;
 	now = GetCurrentTimestamp();
 	if (now - s->since <= IDEM_STAMP_SLACK_USECS)
 		return false;			/* not even that long, on the CPU or off it */
 	ProcessClock(&cpu, &sleeps, &counted);
 	if ((now - s->since) - (cpu - s->cpu_since) <= IDEM_STAMP_SLACK_USECS ||
 		(counted && sleeps == s->sleeps_since))
+		return false;
+	s->waited = true;
+	return true;
+}
+
+/*
+ * The end of the call: if it waited since its first pending row was
+ * stamped (IdemStampWaited), move every row it wrote forward to count from
+ * now, in one statement; returns whether it did (then SPI_tuptable holds
+ * their token and locked_until).  This must be the call's last statement on
+ * the table; nothing it does can wait (the rows are this transaction's).
+ * Must be called inside SPI.
+ */
+bool
+IdemStampEnd(IdemStamp *s, Oid nspid)
+{
+	IdemArgs	args = {.given = 0};
+	MemoryContext old;
+
+	if (!IdemStampWaited(s))
 		return false;
 
 	old = MemoryContextSwitchTo(s->mcxt);
@@ -244,9 +262,10 @@ IdemStampEnd(IdemStamp *s, Oid nspid)
 			PointerGetDatum(construct_array(s->tokens, s->nrows, INT8OID, sizeof(int64),
 											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)));
 	MemoryContextSwitchTo(old);
-	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
+	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(GetCurrentTimestamp()));
 	if (IdemExecute(IDEM_STMT_RESTAMP, nspid, &args, false, 0) == 0)
 		elog(ERROR, "could not move the idempotency key rows forward after a wait");
 	s->nrows = 0;
+	s->waited = false;
 	return true;
 }

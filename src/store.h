@@ -191,6 +191,7 @@ typedef struct IdemStamp
 	int64		cpu_since;		/* this process's CPU time then, us */
 	long		sleeps_since;	/* its voluntary context switches then */
 	bool		counted;		/* getrusage counts context switches */
+	bool		waited;			/* IdemStampWaited said so */
 	/* the span the write stamped last starts, if it writes */
 	bool		restart;
 	TimestampTz next_since;
@@ -213,6 +214,7 @@ extern TimestampTz IdemStampArgs(IdemStamp *s, IdemStmt stmt, Oid nspid, IdemArg
 extern void IdemStampCheck(IdemStmt stmt, const IdemArgs *args);
 extern void IdemStampWrote(IdemStmt stmt, const IdemArgs *args, bool new_token,
 						   uint64 processed);
+extern bool IdemStampWaited(IdemStamp *s);
 extern bool IdemStampEnd(IdemStamp *s, Oid nspid);
 
 /* row.c */
