@@ -445,6 +445,9 @@ PackBusy(TupleDesc desc, Datum *values, bool *nulls)
  * IDEM_OUTCOME_NONE when the key has no row (then nothing was written or
  * counted).  Each round reads the row, decides (DecideClaim) and acts; a
  * write that finds the row changed since it was read starts a new round.
+ * Its writes take their times from a->stamp: the caller ends the stamp
+ * (IdemStampEnd) after its last statement, so that every lease it wrote
+ * counts from after the call's last wait.
  */
 IdemOutcome
 IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
