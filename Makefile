@@ -6,6 +6,7 @@ OBJS = \
 	src/idempotency.o \
 	src/statements.o \
 	src/store.o \
+	src/stamp.o \
 	src/session.o \
 	src/row.o \
 	src/input.o \

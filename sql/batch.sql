@@ -127,3 +127,22 @@ SELECT idem_record_batch(ARRAY(SELECT 'many-' || i FROM generate_series(1, 10000
                            array_fill(200, ARRAY[10000]), NULL, 'bat-many');
 COMMIT;
 SELECT count(*) FILTER (WHERE status = 'completed') AS completed FROM idempotency_keys WHERE scope = 'bat-many';
+-- Each new key of a batch is written once: its lease and expiry are moved
+-- forward only after a wait (src/stamp.c), and a thousand-row INSERT is
+-- work on the CPU, not a wait.  Until issue 35 every key of a large batch
+-- was written twice (the INSERT outlasted the 10 ms slack meant for one
+-- row's wait, so each row was restamped: a non-HOT UPDATE per key).  The
+-- counts are the backend's, taken before and after inside one transaction
+-- (they may hold an earlier transaction's not yet reported).  4,000 rows
+-- fit the WAL buffers of a 128 MB server: the backend need not wait to
+-- write WAL, which would be a wait (I/O) and move the rows.
+BEGIN;
+SELECT pg_stat_get_xact_tuples_inserted('idempotency_keys'::regclass) AS ins_before,
+       pg_stat_get_xact_tuples_updated('idempotency_keys'::regclass) AS upd_before \gset
+SELECT count(*) FILTER (WHERE outcome = 'new') AS new
+FROM idem_claim_batch(ARRAY(SELECT 'once-' || i FROM generate_series(1, 1000) i), scope => 'bat-once');
+SELECT count(*) FILTER (WHERE outcome = 'new') AS new
+FROM idem_claim_batch(ARRAY(SELECT 'more-' || i FROM generate_series(1, 3000) i), scope => 'bat-once');
+SELECT pg_stat_get_xact_tuples_inserted('idempotency_keys'::regclass) - :ins_before AS inserted,
+       pg_stat_get_xact_tuples_updated('idempotency_keys'::regclass) - :upd_before AS updated;
+COMMIT;

@@ -48,11 +48,10 @@ SELECT pg_stat_force_next_flush();
 SELECT due - :due_before AS due_index_scans, pkey - :pkey_before >= 40 AS primary_key_used
 FROM plans_scans;
 -- 8 each of heartbeat, checkpoint, complete, fail and resolve: HOT updates
--- (a call that a slow moment held up past 10 ms, as under valgrind,
--- restamps its row: one update more, not HOT, as it moves due_at, and its
--- row version can take the room on the page that a later update needed to
--- be HOT; so at least 35 of the 40, where none would be if they touched an
--- indexed column)
+-- (a call that slept past 10 ms, an I/O wait say, restamps its row: one
+-- update more, not HOT, as it moves due_at, and its row version can take
+-- the room on the page that a later update needed to be HOT; so at least
+-- 35 of the 40, where none would be if they touched an indexed column)
 SELECT n_tup_upd - :upd_before >= 40 AS updates, n_tup_hot_upd - :hot_before >= 35 AS hot_updates
 FROM pg_stat_user_tables WHERE relname = 'idempotency_keys';
 SELECT status, count(*) FROM idempotency_keys WHERE scope = 'plans' GROUP BY 1 ORDER BY 1;

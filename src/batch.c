@@ -196,8 +196,8 @@ CompareTokens(const void *p, const void *q)
  * gets item->token; a key that has a row is left to IdemClaim, which reads
  * it (and finds the key's lock held already).  items are sorted; only the
  * first of equal keys is written here, the later ones being duplicates of
- * it.  A write held up past IDEM_STAMP_SLACK_USECS is restamped, as a
- * single claim's is.
+ * it.  Its times come from the call's stamp, which moves them forward at
+ * the call's end if the call waits after them (stamp.c).
  */
 static void
 InsertNewKeys(IdemClaimArgs *a, BatchItem *items, int n)
@@ -239,10 +239,8 @@ InsertNewKeys(IdemClaimArgs *a, BatchItem *items, int n)
 			PointerGetDatum(construct_md_array(hashes, hash_nulls, 1, dims, lbs, BYTEAOID, -1, false, TYPALIGN_INT)));
 
 	/* the times, taken after the locks and the statement's planning */
-	IdemPrepare(IDEM_STMT_INSERT_MANY, a->nspid);
-	a->now = GetCurrentTimestamp();
+	a->now = IdemStampArgs(&a->stamp, IDEM_STMT_INSERT_MANY, a->nspid, &args);
 	lease_end = IdemTimePlus(a->now, a->lease);
-	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
 	IdemArg(&args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(lease_end));
 	IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
 			TimestampTzGetDatum(IdemTimePlus(lease_end, a->retention)));
@@ -274,14 +272,6 @@ InsertNewKeys(IdemClaimArgs *a, BatchItem *items, int n)
 			continue;
 		a->key = drawn[j].item->key;
 		IdemUnlockKeySince(a, mark);
-	}
-	/* after the statement's own wait, if it had one */
-	for (int j = 0; j < m; j++)
-	{
-		BatchItem  *item = drawn[j].item;
-
-		if (item->token != 0)
-			(void) IdemRestampIfWaited(a->nspid, a->scope, item->key, item->token, a->now);
 	}
 }
 
@@ -408,6 +398,8 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 		if (item_pin >= 0)
 			IdemFinish(item_pin);
 	}
+	/* every lease written counts from after the batch's last wait */
+	(void) IdemStampEnd(&a.stamp, a.nspid);
 	IdemFinish(pin);
 	error_context_stack = context.previous;
 

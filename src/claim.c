@@ -201,14 +201,17 @@ PolicyCheckedInsert(IdemClaimArgs *a, const IdemArgs *args, bool *busy)
 	return !*busy && p.written;
 }
 
-/* The write's times, taken now: after every wait so far and its planning */
+/*
+ * The write's times, taken now (after every wait so far and its planning)
+ * from the call's stamp, which moves them forward at the call's end if
+ * the call waits after this
+ */
 static void
 StampWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args)
 {
 	TimestampTz lease_end;
 
-	IdemPrepare(stmt, a->nspid);
-	a->now = GetCurrentTimestamp();
+	a->now = IdemStampArgs(&a->stamp, stmt, a->nspid, args);
 	lease_end = IdemTimePlus(a->now, a->lease);
 	IdemArg(args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
 	IdemArg(args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(lease_end));
@@ -261,12 +264,6 @@ ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
 	}
 	else
 		written = IdemExecute(stmt, a->nspid, args, false, 0) > 0;
-
-	/* and after the statement's own wait, if it had one */
-	if (written)
-		(void) IdemRestampIfWaited(a->nspid, a->scope, a->key,
-								   DatumGetInt64(args->value[IDEM_PARAM_NEW_TOKEN]),
-								   a->now);
 	return written;
 }
 
@@ -556,6 +553,9 @@ PackBusy(TupleDesc desc, Datum *values, bool *nulls)
  * IDEM_OUTCOME_NONE when the key has no row (then nothing was written or
  * counted).  Each round reads the row, decides (DecideClaim) and acts; a
  * write that finds the row changed since it was read starts a new round.
+ * Its writes take their times from a->stamp: the caller ends the stamp
+ * (IdemStampEnd) after its last statement, so that every lease it wrote
+ * counts from after the call's last wait.
  */
 IdemOutcome
 IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
@@ -680,6 +680,7 @@ IdemClaimArgsInit(FunctionCallInfo fcinfo, const char *fname, text *key,
 	a->wait = wait;
 	a->max_attempts = idem_max_attempts;
 	a->await_result = IdemAwaitDefault();	/* idempotency.await_result */
+	IdemStampInit(&a->stamp);
 
 	PreventCommandIfReadOnly(psprintf("%s()", fname));
 
@@ -737,6 +738,7 @@ idem_claim(PG_FUNCTION_ARGS)
 
 	pin = IdemConnect();
 	IdemClaim(&a, desc, values, nulls);
+	(void) IdemStampEnd(&a.stamp, a.nspid);
 	/* the result row, copied out of SPI's memory before SPI_finish */
 	result = SPI_returntuple(heap_form_tuple(desc, values, nulls), desc);
 	IdemFinish(pin);

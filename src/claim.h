@@ -39,6 +39,7 @@ typedef struct IdemClaimArgs
 	bool		answer_mismatch;	/* IDEM_OUTCOME_MISMATCH rather than ERROR IK001 */
 	Oid			nspid;
 	TimestampTz now;			/* the time the claim is made at */
+	IdemStamp	stamp;			/* the times the call writes (IdemStampEnd at its end) */
 } IdemClaimArgs;
 
 extern void IdemClaimArgsFrom(FunctionCallInfo fcinfo, const char *fname,

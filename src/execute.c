@@ -474,10 +474,9 @@ NewKeyBody(void *arg)
 	n->response = RunStatement(n->st, a);
 
 	level = IdemPinSearchPath();
-	IdemPrepare(IDEM_STMT_INSERT_COMPLETED, a->nspid);
-	a->now = GetCurrentTimestamp();	/* after the statement */
+	/* the times, after the statement */
+	a->now = IdemStampArgs(&a->stamp, IDEM_STMT_INSERT_COMPLETED, a->nspid, &args);
 	IdemArgPtr(&args, IDEM_PARAM_REQUEST_HASH, a->hash);
-	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
 	IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
 			TimestampTzGetDatum(IdemTimePlus(a->now, a->retention)));
 	SetResponseArgs(&args, n->code, n->code_null, n->response);
@@ -485,7 +484,6 @@ NewKeyBody(void *arg)
 	IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(n->token));
 	if (IdemExecute(IDEM_STMT_INSERT_COMPLETED, a->nspid, &args, false, 0) != 1)
 		elog(ERROR, "INSERT of idempotency key did not insert its row");
-	(void) IdemRestampIfWaited(a->nspid, a->scope, a->key, n->token, a->now);
 	IdemUnpinSearchPath(level);
 }
 
@@ -556,18 +554,13 @@ CompleteClaim(IdemClaimArgs *a, Datum token, Datum code, bool code_null,
 {
 	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
 	int			level = IdemPinSearchPath();
-	TimestampTz now;
-
-	IdemPrepare(IDEM_STMT_COMPLETE, a->nspid);
-	now = GetCurrentTimestamp();
 
 	IdemArg(&args, IDEM_PARAM_TOKEN, token);
-	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
-	IdemArg(&args, IDEM_PARAM_NOW_EPOCH, Float8GetDatum(IdemEpochSeconds(now)));
+	/* the claim's row, written again: the call's span starts here (stamp.c) */
+	(void) IdemStampArgs(&a->stamp, IDEM_STMT_COMPLETE, a->nspid, &args);
 	SetResponseArgs(&args, code, code_null, response);
 	if (IdemExecute(IDEM_STMT_COMPLETE, a->nspid, &args, false, 0) == 0)
 		ReportClaimLost(a);
-	(void) IdemRestampIfWaited(a->nspid, a->scope, a->key, DatumGetInt64(token), now);
 	IdemUnpinSearchPath(level);
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
 }
@@ -662,6 +655,7 @@ idem_execute(PG_FUNCTION_ARGS)
 	/* volatile: gcc 15 warns that PG_TRY's longjmp may clobber it */
 	volatile Datum code = code_null ? (Datum) 0 : PG_GETARG_DATUM(3);
 	HeapTupleHeader result;
+	int			level;
 
 	if (PG_ARGISNULL(4))
 		ereport(ERROR,
@@ -687,6 +681,13 @@ idem_execute(PG_FUNCTION_ARGS)
 		st.plan->pins--;
 	}
 	PG_END_TRY();
+	/* the times written count from after the call's last wait */
+	if (IdemStampWaited(&a.stamp))
+	{
+		level = IdemPinSearchPath();
+		(void) IdemStampEnd(&a.stamp, a.nspid);
+		IdemUnpinSearchPath(level);
+	}
 	/* the result row, copied out of SPI's memory before SPI_finish */
 	result = SPI_returntuple(heap_form_tuple(desc, values, nulls), desc);
 	SPI_finish();

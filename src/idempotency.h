@@ -33,10 +33,10 @@
 #define ERRCODE_IDEM_ROW_SECURITY_MISSING	MAKE_SQLSTATE('I','K','0','0','6')
 
 /*
- * A write that took longer than this (its plan already made) was held up,
- * by a lock or a slow moment, and the times it wrote are moved forward to
- * count from after it (IdemRestampIfWaited): a lease is never shorter than
- * asked by more.
+ * A call that spent longer than this off the CPU, asleep, after it stamped
+ * its first row waited (for a lock, a row, I/O), and the times it wrote are
+ * moved forward to count from its end (stamp.c): a lease is never shorter
+ * than asked by more, plus the call's own work.
  */
 #ifndef IDEM_STAMP_SLACK_USECS	/* bench/profile.sh sets it for callgrind */
 #define IDEM_STAMP_SLACK_USECS	INT64CONST(10000)

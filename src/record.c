@@ -135,13 +135,15 @@ static void NowArgs(IdemArgs *args, TimestampTz now);
 /*
  * Run a holder's guarded statement, with args besides the key, scope,
  * token and times; report why when it matched nothing.  Its times (now,
- * and with lease the lease's end) are taken after its plan is made, and a
- * statement held up past IDEM_STAMP_SLACK_USECS has them moved forward
- * (IdemRestampIfWaited).  Returns with SPI still connected, and
- * SPI_tuptable holding the row's locked_until for a heartbeat.
+ * and with lease the lease's end) are taken after its plan is made, from
+ * stamp when the statement writes a lease or an expiry (the caller ends the
+ * stamp, IdemStampEnd, after its last statement).  Returns with SPI still
+ * connected, and SPI_tuptable holding the row's locked_until for a
+ * heartbeat.
  */
 static void
-ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args, Interval *lease)
+ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args, Interval *lease,
+				  IdemStamp *stamp)
 {
 	TimestampTz now;
 
@@ -153,9 +155,14 @@ ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args, Interval *lease)
 	IdemArg(args, IDEM_PARAM_SCOPE, PointerGetDatum(call->scope));
 	IdemArg(args, IDEM_PARAM_KEY, PointerGetDatum(call->key));
 	IdemArg(args, IDEM_PARAM_TOKEN, Int64GetDatum(call->token));
-	IdemPrepare(stmt, call->nspid);
-	now = GetCurrentTimestamp();
-	NowArgs(args, now);
+	if (stamp != NULL)
+		now = IdemStampArgs(stamp, stmt, call->nspid, args);
+	else
+	{
+		IdemPrepare(stmt, call->nspid);
+		now = GetCurrentTimestamp();
+		NowArgs(args, now);
+	}
 	if (lease != NULL)
 	{
 		TimestampTz until = IdemTimePlus(now, lease);
@@ -165,11 +172,6 @@ ExecuteHolderCall(KeyCall *call, IdemStmt stmt, IdemArgs *args, Interval *lease)
 	}
 	if (IdemExecute(stmt, call->nspid, args, false, 0) == 0)
 		ReportNoMatch(call);
-	/* a lease or expiry written counts from after the statement's wait */
-	if (stmt == IDEM_STMT_COMPLETE || stmt == IDEM_STMT_FAIL ||
-		stmt == IDEM_STMT_HEARTBEAT)
-		(void) IdemRestampIfWaited(call->nspid, call->scope, call->key, call->token,
-								   now);
 }
 
 /* A nullable argument of the call as the statement parameter p */
@@ -199,6 +201,7 @@ idem_complete(PG_FUNCTION_ARGS)
 	int			pin;
 	KeyCall		call;
 	IdemArgs	args = {.given = 0};
+	IdemStamp	stamp;
 
 	GetHolderCall(fcinfo, "idem_complete", 0, 3, 4, &call);
 	ArgOrNull(&args, IDEM_PARAM_RESPONSE_CODE, fcinfo, 1);
@@ -206,8 +209,10 @@ idem_complete(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 		IdemCheckResponse(PG_GETARG_DATUM(2), call.key, call.scope);
 
+	IdemStampInit(&stamp);
 	pin = IdemConnect();
-	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, &args, NULL);
+	ExecuteHolderCall(&call, IDEM_STMT_COMPLETE, &args, NULL, &stamp);
+	(void) IdemStampEnd(&stamp, call.nspid);
 	IdemFinish(pin);
 	IdemAwaitNotify(call.scope, call.key);
 	IdemStatsAdd(IDEM_STAT_COMPLETE, 1);
@@ -256,6 +261,8 @@ BatchKeyContext(void *arg)
 {
 	const BatchKey *k = (const BatchKey *) arg;
 
+	if (k == NULL)
+		return;					/* after the keys */
 	if (k->call.key == NULL)
 		errcontext("key %d of the batch", k->index + 1);
 	else
@@ -291,6 +298,7 @@ idem_record_batch(PG_FUNCTION_ARGS)
 	int			n;
 	int			pin;
 	ErrorContextCallback context;
+	IdemStamp	stamp;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -342,6 +350,7 @@ idem_record_batch(PG_FUNCTION_ARGS)
 	}
 	qsort(batch, n, sizeof(BatchKey), CompareBatchKeys);
 
+	IdemStampInit(&stamp);
 	pin = IdemConnect();
 	for (int i = 0; i < n; i++)
 	{
@@ -366,8 +375,12 @@ idem_record_batch(PG_FUNCTION_ARGS)
 					BoolGetDatum(retryable_nulls[k] || DatumGetBool(retryable[k])));
 			fails++;
 		}
-		ExecuteHolderCall(&batch[i].call, fail ? IDEM_STMT_FAIL : IDEM_STMT_COMPLETE, &args, NULL);
+		ExecuteHolderCall(&batch[i].call, fail ? IDEM_STMT_FAIL : IDEM_STMT_COMPLETE, &args, NULL,
+						  &stamp);
 	}
+	/* every expiry written counts from after the last key's wait */
+	context.arg = NULL;
+	(void) IdemStampEnd(&stamp, nspid);
 	IdemFinish(pin);
 	for (int i = 0; i < n; i++)
 		IdemAwaitNotify(scope, batch[i].call.key);
@@ -386,6 +399,7 @@ idem_fail(PG_FUNCTION_ARGS)
 	int			pin;
 	KeyCall		call;
 	IdemArgs	args = {.given = 0};
+	IdemStamp	stamp;
 
 	GetHolderCall(fcinfo, "idem_fail", 0, 1, 2, &call);
 	if (PG_ARGISNULL(5))
@@ -399,8 +413,10 @@ idem_fail(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(4))
 		IdemCheckResponse(PG_GETARG_DATUM(4), call.key, call.scope);
 
+	IdemStampInit(&stamp);
 	pin = IdemConnect();
-	ExecuteHolderCall(&call, IDEM_STMT_FAIL, &args, NULL);
+	ExecuteHolderCall(&call, IDEM_STMT_FAIL, &args, NULL, &stamp);
+	(void) IdemStampEnd(&stamp, call.nspid);
 	IdemFinish(pin);
 	IdemAwaitNotify(call.scope, call.key);
 	IdemStatsAdd(IDEM_STAT_FAIL, 1);
@@ -419,13 +435,17 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 	Interval   *lease;
 	TimestampTz until;
 	bool		isnull;
+	IdemStamp	stamp;
 
 	GetHolderCall(fcinfo, "idem_heartbeat", 0, 1, 2, &call);
 	lease = PG_ARGISNULL(3) ? IdemSecondsInterval(idem_lease_seconds) : PG_GETARG_INTERVAL_P(3);
 	IdemCheckInterval(lease, "lease", GetCurrentTimestamp(), call.key, call.scope);
 
+	IdemStampInit(&stamp);
 	pin = IdemConnect();
-	ExecuteHolderCall(&call, IDEM_STMT_HEARTBEAT, &args, lease);
+	ExecuteHolderCall(&call, IDEM_STMT_HEARTBEAT, &args, lease, &stamp);
+	/* the heartbeat's RETURNING row, or the restamp's if it moved the lease */
+	(void) IdemStampEnd(&stamp, call.nspid);
 	until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 											  SPI_fnumber(SPI_tuptable->tupdesc, "locked_until"),
 											  &isnull));
@@ -446,7 +466,7 @@ idem_release(PG_FUNCTION_ARGS)
 	GetHolderCall(fcinfo, "idem_release", 0, 1, 2, &call);
 
 	pin = IdemConnect();
-	ExecuteHolderCall(&call, IDEM_STMT_RELEASE, &args, NULL);
+	ExecuteHolderCall(&call, IDEM_STMT_RELEASE, &args, NULL, NULL);
 	IdemFinish(pin);
 	IdemAwaitNotify(call.scope, call.key);
 	PG_RETURN_VOID();
@@ -468,7 +488,7 @@ idem_checkpoint(PG_FUNCTION_ARGS)
 		IdemCheckRecoveryPoint(PG_GETARG_TEXT_PP(1), call.key, call.scope);
 
 	pin = IdemConnect();
-	ExecuteHolderCall(&call, IDEM_STMT_CHECKPOINT, &args, NULL);
+	ExecuteHolderCall(&call, IDEM_STMT_CHECKPOINT, &args, NULL, NULL);
 	IdemFinish(pin);
 	PG_RETURN_VOID();
 }
@@ -488,6 +508,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 	IdemArgs	args;
 	IdemStmt	stmt;
 	TimestampTz now;
+	IdemStamp	stamp;
 
 	GetKey(fcinfo, "idem_resolve", 0, 1, &call);
 	if (PG_ARGISNULL(2))
@@ -515,12 +536,19 @@ idem_resolve(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(4))
 		IdemCheckResponse(PG_GETARG_DATUM(4), call.key, call.scope);
 
+	IdemStampInit(&stamp);
 	pin = IdemConnect();
 	if (stmt == IDEM_STMT_RESOLVE_FAIL)
+	{
 		IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(call.nspid)));
-	IdemPrepare(stmt, call.nspid);
-	now = GetCurrentTimestamp();	/* after the plan is made */
-	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
+		now = IdemStampArgs(&stamp, stmt, call.nspid, &args);	/* after the plan is made */
+	}
+	else
+	{
+		IdemPrepare(stmt, call.nspid);
+		now = GetCurrentTimestamp();
+		IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
+	}
 	IdemArg(&args, IDEM_PARAM_EXPIRES_AT,
 			TimestampTzGetDatum(IdemTimePlus(now, IdemSecondsInterval(idem_retention_seconds))));
 	if (IdemExecute(stmt, call.nspid, &args, false, 0) == 0)
@@ -538,9 +566,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 		}
 		ReportNoMatch(&call);
 	}
-	if (stmt == IDEM_STMT_RESOLVE_FAIL)
-		(void) IdemRestampIfWaited(call.nspid, call.scope, call.key,
-								   DatumGetInt64(args.value[IDEM_PARAM_NEW_TOKEN]), now);
+	(void) IdemStampEnd(&stamp, call.nspid);
 	IdemFinish(pin);
 	IdemAwaitNotify(call.scope, call.key);
 	PG_RETURN_VOID();

@@ -54,6 +54,22 @@
 	" OPERATOR(pg_catalog.+) " seconds ") END"
 
 /*
+ * The seconds from a row's last write, which stamped it with its
+ * updated_at, to :now (stamp.c); IMMUTABLE, as SHIFTED needs.
+ */
+#define SINCE_WRITTEN \
+	"pg_catalog.date_part('epoch', :now OPERATOR(pg_catalog.-) updated_at)"
+
+/* IDEM_STMT_RESTAMP's text; set is what else the table's shape moves */
+#define RESTAMP(set) \
+	"UPDATE " KEYS " SET locked_until = " SHIFTED(SINCE_WRITTEN, "locked_until") "," \
+	" expires_at = " SHIFTED(SINCE_WRITTEN, "expires_at") "," set \
+	" created_at = CASE WHEN created_at" EQ "updated_at THEN :now ELSE created_at END," \
+	" updated_at = :now" \
+	" WHERE scope" EQ ":scope AND key" EQ "ANY (:keys) AND token" EQ "ANY (:tokens)" \
+	" RETURNING token, locked_until"
+
+/*
  * "The row is processing", for statements that find one row by its key.
  * Written as "neither completed nor failed" (the same thing: the status
  * has three values) rather than status = 'processing' on purpose: on a
@@ -281,21 +297,15 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	"SELECT token FROM " KEYS WHERE_KEY " FOR NO KEY UPDATE SKIP LOCKED",
 
 	/*
-	 * A write that waited (for a row lock, or for another transaction's
-	 * insert of the key) was stamped before the wait: its lease end and
-	 * expiry move forward by :shift seconds, so that they count from after
-	 * it, and created_at too where that write set it (IdemRestampIfWaited).
-	 * due_at moves with them, which keeps it at or before the lease end and
-	 * expires_at.
+	 * The rows a call wrote, moved forward after it waited (stamp.c): each
+	 * row's lease end and expiry by the time since its own write stamped
+	 * them (its updated_at), so that they count from :now, and created_at
+	 * too where that write set it.  due_at moves with them, which keeps it
+	 * at or before the lease end and expires_at.  A key noted under a token
+	 * it no longer has (written again by the call, or left out of a
+	 * batch's INSERT) matches nothing.
 	 */
-	[IDEM_STMT_RESTAMP] =
-	"UPDATE " KEYS " SET locked_until = " SHIFTED(":shift", "locked_until") ","
-	" expires_at = " SHIFTED(":shift", "expires_at") ","
-	" due_at = " SHIFTED(":shift", "due_at") ","
-	" created_at = CASE WHEN created_at" EQ ":stamped THEN :now ELSE created_at END,"
-	" updated_at = :now"
-	WHERE_KEY AND_TOKEN
-	" RETURNING token, status, locked_until",
+	[IDEM_STMT_RESTAMP] = RESTAMP(" due_at = " SHIFTED(SINCE_WRITTEN, "due_at") ","),
 
 	/*
 	 * idem_execute's new key: the key row written once, completed, after
@@ -355,13 +365,7 @@ static const char *const stmt_sql_v03[IDEM_NUM_STMTS] = {
  * idempotency UPDATE.  Expiry's re-keying has no counterpart there.
  */
 static const char *const stmt_sql_v02[IDEM_NUM_STMTS] = {
-	[IDEM_STMT_RESTAMP] =
-	"UPDATE " KEYS " SET locked_until = " SHIFTED(":shift", "locked_until") ","
-	" expires_at = " SHIFTED(":shift", "expires_at") ","
-	" created_at = CASE WHEN created_at" EQ ":stamped THEN :now ELSE created_at END,"
-	" updated_at = :now"
-	WHERE_KEY AND_TOKEN
-	" RETURNING token, status, locked_until",
+	[IDEM_STMT_RESTAMP] = RESTAMP(""),
 
 	[IDEM_STMT_INSERT] =
 	"INSERT INTO " KEYS " (scope, key, status, token, locked_until,"

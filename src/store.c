@@ -78,8 +78,6 @@ static const struct
 	[IDEM_PARAM_RECLAIM] = {"reclaim", BOOLOID},
 	[IDEM_PARAM_RECOVERY_POINT] = {"recovery_point", TEXTOID},
 	[IDEM_PARAM_BATCH_SIZE] = {"batch_size", INT8OID},
-	[IDEM_PARAM_STAMPED] = {"stamped", TIMESTAMPTZOID},
-	[IDEM_PARAM_SHIFT] = {"shift", FLOAT8OID},
 	[IDEM_PARAM_MAX_ATTEMPTS] = {"max_attempts", INT4OID},
 	[IDEM_PARAM_KEYS] = {"keys", TEXTARRAYOID},
 	[IDEM_PARAM_TOKENS] = {"tokens", INT8ARRAYOID},
@@ -89,12 +87,20 @@ static const struct
 /* Parameters one statement uses at most */
 #define STMT_MAX_PARAMS 10
 
-/* A saved plan and the parameters its $1, $2, ... stand for */
+/*
+ * A saved plan and the parameters its $1, $2, ... stand for.  A statement
+ * that names a lease end or an expiry (:lease_end, :lease_end_epoch,
+ * :expires_at, or :now_epoch, from which complete and fail count the
+ * retention) writes times: it runs only with a :now from the call's stamp,
+ * which then notes the rows it wrote (stamp.c).
+ */
 typedef struct SavedStmt
 {
 	SPIPlanPtr	plan;
 	int			nparams;
 	IdemParam	param[STMT_MAX_PARAMS];
+	bool		stamped;		/* it writes times */
+	bool		new_token;		/* it names :new_token */
 } SavedStmt;
 
 /* Saved plans, valid for the schema they were prepared for */
@@ -390,6 +396,17 @@ NumberParams(const char *sql, SavedStmt *stmt, const char *scope_literal)
 		}
 		appendStringInfo(&buf, "$%d", n + 1);
 	}
+	stmt->stamped = false;
+	stmt->new_token = false;
+	for (int i = 0; i < stmt->nparams; i++)
+	{
+		IdemParam	param = stmt->param[i];
+
+		stmt->stamped |= param == IDEM_PARAM_LEASE_END ||
+			param == IDEM_PARAM_LEASE_END_EPOCH ||
+			param == IDEM_PARAM_EXPIRES_AT || param == IDEM_PARAM_NOW_EPOCH;
+		stmt->new_token |= param == IDEM_PARAM_NEW_TOKEN;
+	}
 	return buf.data;
 }
 
@@ -594,36 +611,6 @@ IdemEpochSeconds(TimestampTz t)
 		(double) ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY);
 }
 
-/*
- * A write on the key's row stamped with the time stamped (taken after its
- * plan was made), holding token, has just run.  If it ran longer than
- * IDEM_STAMP_SLACK_USECS, it was held up (for a row lock, for another
- * transaction's insert of the key, or by a slow moment), and the lease and
- * expiry it wrote count from before: move them forward to count from now
- * (IDEM_STMT_RESTAMP; the row is this transaction's, so nothing waits
- * again).  Returns whether it did; then SPI_tuptable has the row's token,
- * status and locked_until.  Must be called inside SPI.
- */
-bool
-IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
-					TimestampTz stamped)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	IdemArgs	args;
-
-	if (now - stamped <= IDEM_STAMP_SLACK_USECS)
-		return false;
-	args = IdemKeyArgs(scope, key);
-	IdemArg(&args, IDEM_PARAM_TOKEN, Int64GetDatum(token));
-	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
-	IdemArg(&args, IDEM_PARAM_STAMPED, TimestampTzGetDatum(stamped));
-	IdemArg(&args, IDEM_PARAM_SHIFT,
-			Float8GetDatum((double) (now - stamped) / USECS_PER_SEC));
-	if (IdemExecute(IDEM_STMT_RESTAMP, nspid, &args, false, 0) != 1)
-		elog(ERROR, "could not restamp the idempotency key's row after a wait");
-	return true;
-}
-
 /* Does row level security apply to the current role on idempotency_keys? */
 bool
 IdemRlsApplies(Oid nspid)
@@ -702,7 +689,9 @@ IdemPrepare(IdemStmt stmt, Oid nspid)
 /*
  * Run a saved statement with args; returns SPI_processed.  On Citus, a
  * statement on a key first holds the key's shard where it is until the
- * transaction ends (IdemCitusHoldShard), then runs through Citus.
+ * transaction ends (IdemCitusHoldShard), then runs through Citus.  A
+ * statement that writes times runs only stamped, and its stamp notes the
+ * rows it wrote (stamp.c).
  */
 int
 IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
@@ -715,6 +704,8 @@ IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 	char		nulls[STMT_MAX_PARAMS];
 	int			rc;
 
+	if (s->stamped)
+		IdemStampCheck(stmt, args);
 	if (scope != NULL && IdemKeyShard(nspid, scope, &shard))
 		IdemCitusHoldShard(nspid, shard.shardid);
 	if (ScopeInlined(stmt, &shard))
@@ -722,12 +713,16 @@ IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 		rc = InlinedScopeRun(stmt, nspid, args, read_only, count);
 		if (rc < 0)
 			elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-		return (int) SPI_processed;
 	}
-	BindArgs(stmt, s, args, values, nulls);
-	rc = IdemRunPlan(s->plan, values, nulls, read_only, count);
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+	else
+	{
+		BindArgs(stmt, s, args, values, nulls);
+		rc = IdemRunPlan(s->plan, values, nulls, read_only, count);
+		if (rc < 0)
+			elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+	}
+	if (s->stamped)
+		IdemStampWrote(stmt, args, s->new_token, SPI_processed);
 	return (int) SPI_processed;
 }
 
@@ -745,6 +740,9 @@ IdemExecuteOn(IdemStmt stmt, const char *relation, const IdemArgs *args)
 	Datum		values[STMT_MAX_PARAMS];
 	char		nulls[STMT_MAX_PARAMS];
 	int			rc;
+
+	if (s.stamped)
+		elog(ERROR, "statement %d writes times: it runs stamped, through IdemExecute", (int) stmt);
 
 	ParamTypes(&s, types);
 	BindArgs(stmt, &s, args, values, nulls);

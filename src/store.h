@@ -90,8 +90,6 @@ typedef enum IdemParam
 	IDEM_PARAM_RECLAIM,			/* bool: stale_policy is reclaim */
 	IDEM_PARAM_RECOVERY_POINT,	/* text, may be null */
 	IDEM_PARAM_BATCH_SIZE,		/* int8: rows at most */
-	IDEM_PARAM_STAMPED,			/* timestamptz: the time a write was stamped with */
-	IDEM_PARAM_SHIFT,			/* float8: seconds its times move forward */
 	IDEM_PARAM_MAX_ATTEMPTS,	/* int4: attempts allowed */
 	IDEM_PARAM_KEYS,			/* text[]: a batch's keys */
 	IDEM_PARAM_TOKENS,			/* int8[]: their new tokens */
@@ -99,11 +97,14 @@ typedef enum IdemParam
 	IDEM_NUM_PARAMS
 } IdemParam;
 
+struct IdemStamp;
+
 typedef struct IdemArgs
 {
 	Datum		value[IDEM_NUM_PARAMS];
 	bool		isnull[IDEM_NUM_PARAMS];
 	uint32		given;			/* bit (1 << p) set: parameter p was set */
+	struct IdemStamp *stamp;	/* the stamp :now came from (IdemStampArgs) */
 } IdemArgs;
 
 /* Set a parameter */
@@ -169,14 +170,52 @@ extern int	IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls,
 extern bool IdemRlsApplies(Oid nspid);
 extern int64 IdemNextToken(Oid nspid);
 extern TimestampTz IdemTimePlus(TimestampTz t, Interval *iv);
-extern bool IdemRestampIfWaited(Oid nspid, text *scope, text *key, int64 token,
-								TimestampTz stamped);
 extern double IdemEpochSeconds(TimestampTz t);
 extern int	IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args,
 						bool read_only, long count);
 extern void IdemPrepare(IdemStmt stmt, Oid nspid);
 extern int	IdemExecuteOn(IdemStmt stmt, const char *relation,
 						  const IdemArgs *args);
+
+/*
+ * A call's stamp (stamp.c): every lease and expiry the call writes counts
+ * from after its last wait.  Set up with IdemStampInit; IdemStampArgs
+ * gives each write its time; IdemStampEnd ends the call.
+ */
+typedef struct IdemStamp
+{
+	MemoryContext mcxt;			/* where the lists of rows grow */
+	TimestampTz now;			/* the time handed out last */
+	/* the span: since the first row still pending was stamped */
+	TimestampTz since;
+	int64		cpu_since;		/* this process's CPU time then, us */
+	long		sleeps_since;	/* its voluntary context switches then */
+	bool		counted;		/* getrusage counts context switches */
+	bool		waited;			/* IdemStampWaited said so */
+	/* the span the write stamped last starts, if it writes */
+	bool		restart;
+	TimestampTz next_since;
+	int64		next_cpu;
+	long		next_sleeps;
+	/* the rows written in the span: key, token; one scope */
+	text	   *scope;
+	text	   *only_key;		/* every row is this key's; NULL: not so */
+	int			nrows;
+	int			maxrows;
+	Datum	   *keys;
+	Datum	   *tokens;
+	Datum		inline_keys[2];
+	Datum		inline_tokens[2];
+} IdemStamp;
+
+/* stamp.c */
+extern void IdemStampInit(IdemStamp *s);
+extern TimestampTz IdemStampArgs(IdemStamp *s, IdemStmt stmt, Oid nspid, IdemArgs *args);
+extern void IdemStampCheck(IdemStmt stmt, const IdemArgs *args);
+extern void IdemStampWrote(IdemStmt stmt, const IdemArgs *args, bool new_token,
+						   uint64 processed);
+extern bool IdemStampWaited(IdemStamp *s);
+extern bool IdemStampEnd(IdemStamp *s, Oid nspid);
 
 /* row.c */
 extern void IdemReadRow(IdemRow *row, MemoryContext mcxt);
