@@ -65,7 +65,7 @@ REGRESS = setup claim attempts batch record hash guc input expire expire_backlog
 ISOLATION = claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
 	attack_guard_index attack_guard_matview attack_guard_sequence attack_mapping_rule \
-	attack_lock_squat attack_probe attack_savepoint_locks lease_after_wait row_type_change
+	attack_lock_squat attack_probe attack_savepoint_locks scope_policy_before_lock lease_after_wait row_type_change
 # (row_type_change last: it moves a column of idempotency_keys to a new attnum)
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 	--load-extension=idempotency

@@ -66,6 +66,7 @@ typedef enum IdemOutcome
 extern IdemOutcome IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values,
 							 bool *nulls);
 extern const char *IdemOutcomeName(IdemOutcome outcome);
+extern void IdemCheckScopeBeforeLock(IdemClaimArgs *a);
 extern bool IdemSameRequest(bytea *stored, bytea *given);
 
 /* The claims this transaction made, so that it may leave their tokens out */

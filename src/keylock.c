@@ -237,6 +237,8 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 	id = IdemKeyLockId(a->scope, a->key);
 	if (KeyLockIndex(id) >= 0)
 		return true;
+	/* under row level security: 42501 for another's scope, before its lock */
+	IdemCheckScopeBeforeLock(a);
 	if (key_locks < KEY_LOCKS_MAX)
 		stmt = wait ? IDEM_STMT_LOCK_KEY : IDEM_STMT_TRY_LOCK_KEY;
 	else if (wait)
