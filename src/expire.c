@@ -55,10 +55,13 @@ ExpireOn(IdemStmt stmt, Oid nspid, const char *relation, const IdemArgs *args)
  * at most batch_size in all, each deleted, expired, or given its next due
  * time (IDEM_STMT_EXPIRE_DUE).  Adds what it
  * did to result and returns the rows it changed (all three kinds).  The
- * caller is connected to SPI.
+ * caller is connected to SPI.  skip_locked (the background worker): on a
+ * Citus node, the table or a shard another transaction holds locked (being
+ * distributed, moved, dropped) is left for the next pass rather than waited
+ * for (IdemCitusExpiryTargets); without Citus it changes nothing.
  */
 int
-IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
+IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size, bool skip_locked,
 				IdemExpireResult *result)
 {
 	bool		reclaim = (idem_stale_policy == IDEM_STALE_RECLAIM);
@@ -68,14 +71,18 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
 	List	   *targets = NIL;
 	ListCell   *lc;
 
-	if (IdemCitusDistributed(nspid))
+	switch (IdemCitusExpiryTargets(nspid, skip_locked, &targets))
 	{
-		targets = IdemCitusLocalShards(nspid);
-		if (targets == NIL)
-			return 0;			/* this node holds no shard */
+		case IDEM_EXPIRY_TABLE:
+			targets = list_make1(NULL);
+			break;
+		case IDEM_EXPIRY_SHARDS:
+			if (targets == NIL)
+				return 0;		/* this node holds no shard, or none free */
+			break;
+		case IDEM_EXPIRY_SKIP:
+			return 0;			/* the table is changing: next pass */
 	}
-	else
-		targets = list_make1(NULL);
 
 	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(now));
 	IdemArg(&args, IDEM_PARAM_RECLAIM, BoolGetDatum(reclaim));
@@ -157,7 +164,7 @@ idem_expire(PG_FUNCTION_ARGS)
 		int			changed;
 
 		CHECK_FOR_INTERRUPTS();
-		changed = IdemExpireBatch(nspid, now, batch, &done);
+		changed = IdemExpireBatch(nspid, now, batch, false, &done);
 		total += changed;
 		if (changed < batch)
 			break;				/* nothing more is due */

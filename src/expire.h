@@ -18,6 +18,6 @@ typedef struct IdemExpireResult
 } IdemExpireResult;
 
 extern int	IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size,
-							IdemExpireResult *result);
+							bool skip_locked, IdemExpireResult *result);
 
 #endif							/* IDEMPOTENCY_EXPIRE_H */

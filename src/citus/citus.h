@@ -14,8 +14,17 @@
 
 extern bool IdemCitusPresent(void);
 extern int64 IdemCitusNodeGroup(int64 max);
-extern bool IdemCitusDistributed(Oid nspid);
-extern List *IdemCitusLocalShards(Oid nspid);
+
+/* What expiry works on (IdemCitusExpiryTargets) */
+typedef enum IdemExpiryTarget
+{
+	IDEM_EXPIRY_TABLE,			/* the table itself: not a Citus table */
+	IDEM_EXPIRY_SHARDS,			/* this node's shards of it (maybe none) */
+	IDEM_EXPIRY_SKIP			/* locked by a change under way: not now */
+} IdemExpiryTarget;
+
+extern IdemExpiryTarget IdemCitusExpiryTargets(Oid nspid, bool skip_locked,
+											   List **shards);
 
 /* the key's shard (shards.c) */
 

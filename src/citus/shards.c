@@ -50,13 +50,16 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/value.h"
 #include "parser/parse_func.h"
+#include "storage/lmgr.h"
 #include "storage/lockdefs.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -489,24 +492,22 @@ IdemCitusNodeGroup(int64 max)
 }
 
 /*
- * The relations expiry works on: NIL for the table itself, or, where Citus
- * has distributed it by hash, this node's shards of it, schema-qualified
- * and quoted.  Each node's worker expires its own shards, with no
- * connection to another node (which idempotency_admin, a role that cannot
- * log in, could not open): statements over the whole distributed table
- * with FOR UPDATE cannot run on Citus anyway.  Called inside SPI.
+ * This node's shards of idempotency_keys (the table relid, hash-distributed),
+ * schema-qualified and quoted, as of the active snapshot.  Each node's worker
+ * expires its own shards, with no connection to another node (which
+ * idempotency_admin, a role that cannot log in, could not open): statements
+ * over the whole distributed table with FOR UPDATE cannot run on Citus
+ * anyway.  Called inside SPI.
  */
-List *
-IdemCitusLocalShards(Oid nspid)
+static List *
+LocalShards(Oid nspid, Oid relid)
 {
-	Oid			table = IdemKeysRelid(nspid);
-	Datum		arg = ObjectIdGetDatum(table);
+	Datum		arg = ObjectIdGetDatum(relid);
 	List	   *shards = NIL;
 	char	   *schema;
 	char	   *relname;
 
-	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)) ||
-		!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+	if (!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
 		return NIL;
 	if (SPI_execute_with_args("SELECT s.shardid FROM pg_catalog.pg_dist_partition d"
 							  " JOIN pg_catalog.pg_dist_shard s ON s.logicalrelid OPERATOR(pg_catalog.=) d.logicalrelid"
@@ -518,37 +519,35 @@ IdemCitusLocalShards(Oid nspid)
 		elog(ERROR, "could not read this node's shards of idempotency_keys");
 	if (SPI_processed == 0)
 		return NIL;
-	schema = (char *) quote_identifier(get_namespace_name(nspid));
-	relname = get_rel_name(table);
+	schema = get_namespace_name(nspid);
+	relname = get_rel_name(relid);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
 		int64		shardid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
 														  SPI_tuptable->tupdesc, 1, &isnull));
 
-		shards = lappend(shards, psprintf("%s.%s", schema,
-										  quote_identifier(psprintf("%s_" INT64_FORMAT, relname, shardid))));
+		shards = lappend(shards, makeRangeVar(schema, psprintf("%s_" INT64_FORMAT, relname, shardid), -1));
 	}
 	return shards;
 }
 
 /*
- * Is idempotency_keys a Citus table (so that only shards hold rows)?  Only
- * one hash-distributed will do: its shards are expired on the node that
- * holds them (IdemCitusLocalShards); a reference table's or a single-shard table's
- * rows would have to be written through Citus, whose planner refuses the
- * batch's FOR UPDATE SKIP LOCKED over a Citus table, so such a table is
- * refused rather than left unexpired.  Called inside SPI.
+ * Is idempotency_keys (relid) a Citus table, as of the active snapshot (so
+ * that only shards hold rows)?  Only one hash-distributed will do: its
+ * shards are expired on the node that holds them (LocalShards); a reference
+ * table's or a single-shard table's rows would have to be written through
+ * Citus, whose planner refuses the batch's FOR UPDATE SKIP LOCKED over a
+ * Citus table, so such a table is refused rather than left unexpired.
+ * Called inside SPI.
  */
-bool
-IdemCitusDistributed(Oid nspid)
+static bool
+KeysDistributed(Oid relid)
 {
-	Datum		arg = ObjectIdGetDatum(IdemKeysRelid(nspid));
+	Datum		arg = ObjectIdGetDatum(relid);
 	bool		isnull;
 	char		method;
 
-	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
-		return false;
 	if (SPI_execute_with_args("SELECT partmethod FROM pg_catalog.pg_dist_partition"
 							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1",
 							  1, (Oid[]) {OIDOID}, &arg, NULL, true, 1) != SPI_OK_SELECT)
@@ -563,4 +562,124 @@ IdemCitusDistributed(Oid nspid)
 				 errdetail("Expiry runs on each node's shards of the table distributed by scope."),
 				 errhint("Distribute the table with idem_distribute(), or undistribute it.")));
 	return true;
+}
+
+/*
+ * What expiry works on in this transaction (of the extension in schema
+ * nspid): the table itself (IDEM_EXPIRY_TABLE) where Citus is not
+ * installed or has not made it a Citus table; this node's shards of it
+ * (IDEM_EXPIRY_SHARDS, into *shards, quoted and schema-qualified; NIL where
+ * this node holds none); or nothing this time (IDEM_EXPIRY_SKIP).
+ *
+ * With Citus installed the table may change under expiry: distributed
+ * (create_distributed_table locks it in ExclusiveMode while it copies the
+ * rows and adds the metadata on every node), its shards moved, split,
+ * rebalanced and their old copies dropped.  A decision read from Citus's
+ * catalogs in the transaction's snapshot can be out of date by the time the
+ * batch's statement has its lock: a pass that saw the table plain waited
+ * for the distribution and then ran its plain statement through Citus's
+ * planner (SQLSTATE 0A000, FOR UPDATE over a distributed table; or 55P03
+ * after lock_timeout).  So the lock comes first, the one the batch takes
+ * anyway (ROW EXCLUSIVE, on the table and then on each shard): holding it,
+ * no change that conflicts with it can be under way or commit before the
+ * transaction ends, and taking it took in the invalidations of one that
+ * committed before; then Citus's catalogs are read under the latest
+ * snapshot, as Citus's planner reads them.  On a worker node a table not
+ * distributed yet is also held in SHARE UPDATE EXCLUSIVE mode, the lock
+ * under which Citus adds its metadata there (below).
+ *
+ * skip_locked (the background worker): a lock held by another transaction
+ * is not waited for: the table locked gives IDEM_EXPIRY_SKIP, a shard
+ * locked (a move or its cleanup under way) or gone is left out, each said
+ * at DEBUG1, and the next pass tries again.  A lock that conflicts with
+ * ROW EXCLUSIVE also blocks every claim's write there, so such a skip
+ * cannot last unseen (SHARE UPDATE EXCLUSIVE is held by a vacuum or a
+ * metadata change, which end).
+ * Otherwise (idem_expire()) the locks are waited for, as any statement's,
+ * and a shard dropped meanwhile is left out.  Called inside SPI.
+ */
+IdemExpiryTarget
+IdemCitusExpiryTargets(Oid nspid, bool skip_locked, List **shards)
+{
+	Oid			relid = IdemKeysRelid(nspid);
+	List	   *names;
+	ListCell   *lc;
+	bool		distributed;
+
+	*shards = NIL;
+	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		return IDEM_EXPIRY_TABLE;
+
+	if (!skip_locked)
+		LockRelationOid(relid, RowExclusiveLock);
+	else if (!ConditionalLockRelationOid(relid, RowExclusiveLock))
+	{
+		ereport(DEBUG1,
+				(errmsg("idempotency: expiry skipped idempotency_keys in this pass: another transaction holds a lock on it"),
+				 errdetail("A distribution or another change of the table is under way; the next pass tries again.")));
+		return IDEM_EXPIRY_SKIP;
+	}
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	distributed = KeysDistributed(relid);
+	PopActiveSnapshot();
+
+	/*
+	 * Not a Citus table yet.  On a worker node (group above 0), Citus adds
+	 * the table's metadata under SHARE UPDATE EXCLUSIVE only ("to serialize
+	 * all the metadata changes to this table", its internal
+	 * add_partition_metadata in 13.2.2 and 14.0.1), which ROW EXCLUSIVE does
+	 * not conflict with, and commits it with the coordinator's
+	 * distribution: holding that lock too, no such change can commit before
+	 * the batch's statement is planned, and the catalogs are read again
+	 * under it.  Not on the coordinator, where the distribution's EXCLUSIVE
+	 * lock is enough, and where a table kept local would otherwise be
+	 * skipped whenever autovacuum works on it.
+	 */
+	if (!distributed && IdemCitusNodeGroup(PG_INT32_MAX) > 0)
+	{
+		if (!skip_locked)
+			LockRelationOid(relid, ShareUpdateExclusiveLock);
+		else if (!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+		{
+			ereport(DEBUG1,
+					(errmsg("idempotency: expiry skipped idempotency_keys in this pass: another transaction holds a lock on it"),
+					 errdetail("A distribution, a vacuum or another change of the table is under way on this worker node; the next pass tries again.")));
+			return IDEM_EXPIRY_SKIP;
+		}
+		PushActiveSnapshot(GetLatestSnapshot());
+		distributed = KeysDistributed(relid);
+		PopActiveSnapshot();
+	}
+	if (!distributed)
+		return IDEM_EXPIRY_TABLE;
+	PushActiveSnapshot(GetLatestSnapshot());
+	names = LocalShards(nspid, relid);
+	PopActiveSnapshot();
+
+	/*
+	 * Each shard's lock too, before the batch's statement names it.  A
+	 * shard whose move committed after the placements were read is still
+	 * here until Citus drops it: expiring its rows then changes a copy
+	 * nobody reads any more.
+	 */
+	foreach(lc, names)
+	{
+		RangeVar   *rv = (RangeVar *) lfirst(lc);
+		Oid			shard = RangeVarGetRelidExtended(rv, RowExclusiveLock,
+													 RVR_MISSING_OK | (skip_locked ? RVR_SKIP_LOCKED : 0),
+													 NULL, NULL);
+
+		if (!OidIsValid(shard))
+		{
+			ereport(DEBUG1,
+					(errmsg("idempotency: expiry skipped shard \"%s\" in this pass: it is locked by another transaction or gone",
+							rv->relname),
+					 errdetail("A shard move, split or the cleanup of a moved shard is under way; the next pass tries again.")));
+			continue;
+		}
+		*shards = lappend(*shards, psprintf("%s.%s", quote_identifier(rv->schemaname),
+											quote_identifier(rv->relname)));
+	}
+	return IDEM_EXPIRY_SHARDS;
 }

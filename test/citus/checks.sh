@@ -878,6 +878,176 @@ SQL
 }
 expiry_refused
 
+# 12a'. expiry while the table changes under it (issue 35): in a database of
+# its own, with every node's worker passing every 100 ms there, keys in
+# idempotency_keys are distributed by idem_distribute() in a transaction
+# held open until each node has run passes meanwhile (or a pass waits for
+# the table's lock); then the shard of a payment still open is moved
+# (block_writes) and passes run while the move waits for it; then the
+# shards are rebalanced and the moved shard's old copy dropped.  No node's
+# worker may log an ERROR through any of it (a pass that finds the table or
+# a shard locked skips it), and once the table is stable the workers expire
+# the keys of both workers' shards
+CHANGE_DB=idem_change
+# node $1's worker_last_pass in CHANGE_DB, as epoch microseconds (0: none yet)
+last_pass()
+{
+	QDB=$CHANGE_DB qv "$1" "SELECT coalesce((extract(epoch FROM worker_last_pass) * 1e6)::bigint, 0) FROM idempotency_stats" 2>/dev/null
+}
+# Wait until node $1's worker has finished two passes in CHANGE_DB from now
+# on (the second began after now), or until one of its passes waits for a
+# table's lock; prints "passes" or "waited" (or "timeout" after 120 s)
+passes_meanwhile()
+{
+	local node=$1 t0 first="" now
+	t0=$(QDB=$CHANGE_DB qv "$node" "SELECT (extract(epoch FROM clock_timestamp()) * 1e6)::bigint")
+	for _ in $(seq 1 600); do
+		[ "$(QDB=$CHANGE_DB qv "$node" "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND backend_type = 'idempotency worker' AND wait_event_type = 'Lock' AND wait_event = 'relation'")" = 0 ] ||
+			{ echo waited; return; }
+		now=$(last_pass "$node")
+		if [ -z "$first" ]; then
+			[ "${now:-0}" -gt "$t0" ] && first=$now
+		elif [ "${now:-0}" -gt "$first" ]; then
+			echo passes
+			return
+		fi
+		sleep 0.2
+	done
+	echo timeout
+}
+expiry_changing()
+{
+	local check=citus/expiry-changing QDB=$CHANGE_DB log=$OUT/expiry-changing.log n s shard d p m seen got
+	local bad=() exp_scopes="" in_list expired=f t0=$SECONDS
+	local -A logpos
+	for n in coordinator worker1 worker2; do logpos[$n]=$(stat -c %s "$DIR/$n/server.log"); done
+	for n in coordinator worker1 worker2; do
+		if ! QDB=postgres q "$n" -c "CREATE DATABASE $CHANGE_DB" >>"$log" 2>&1 ||
+			! q "$n" -c "CREATE EXTENSION citus" -c "CREATE EXTENSION idempotency" >>"$log" 2>&1; then
+			notok "$check" "setting up database $CHANGE_DB on $n failed:"
+			detail "$log"
+			return
+		fi
+	done
+	# 2,000 keys on the coordinator's table, then payments distributed in 4
+	# shards (so that one move unbalances the workers)
+	if ! q coordinator -c "SELECT citus_set_coordinator_host('127.0.0.1', $COORDINATOR_PORT)" \
+		-c "SELECT citus_add_node('127.0.0.1', $WORKER1_PORT)" -c "SELECT citus_add_node('127.0.0.1', $WORKER2_PORT)" \
+		-c "SELECT count(*) FROM generate_series(1, 2000) i, idem_claim('k-' || i, NULL, 'pre-' || (i % 50))" \
+		-c "CREATE TABLE payments (merchant_id text NOT NULL, id bigserial, key text, amount int, PRIMARY KEY (merchant_id, id))" \
+		-c "SET citus.shard_count = 4" -c "SELECT create_distributed_table('payments', 'merchant_id')" >>"$log" 2>&1; then
+		notok "$check" "setting up the cluster in $CHANGE_DB failed:"
+		detail "$log"
+		return
+	fi
+	for n in coordinator worker1 worker2; do
+		QDB=postgres q "$n" -c "ALTER SYSTEM SET idempotency.worker_databases = 'postgres, $CHANGE_DB'" \
+			-c "ALTER SYSTEM SET idempotency.worker_interval = '100ms'" -c "SELECT pg_reload_conf()" >/dev/null
+	done
+	for n in coordinator worker1 worker2; do
+		[ "$(passes_meanwhile "$n")" = passes ] || bad+=("$n: no expiry pass in $CHANGE_DB before the distribution")
+	done
+
+	# the distribution, held open while the passes run
+	echo "== distribution at $((SECONDS - t0)) s" >>"$log"
+	rm -f "$DIR/release-distribute"
+	(
+		echo "BEGIN;"
+		echo "SELECT idem_distribute(colocate_with => 'payments');"
+		printf '%s\n' '\echo holding'
+		while [ ! -e "$DIR/release-distribute" ]; do sleep 0.2; done
+		echo "COMMIT;"
+	) | q coordinator >"$OUT/expiry-changing-distribute.log" 2>&1 &
+	d=$!
+	for _ in $(seq 1 600); do grep -q holding "$OUT/expiry-changing-distribute.log" && break; kill -0 "$d" 2>/dev/null || break; sleep 0.2; done
+	seen=""
+	for n in coordinator worker1 worker2; do seen="$seen $n:$(passes_meanwhile "$n")"; done
+	touch "$DIR/release-distribute"
+	wait "$d" || bad+=("idem_distribute() failed: $(grep -m 2 ERROR "$OUT/expiry-changing-distribute.log")")
+	got=$(qv coordinator "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'idempotency_keys'::regclass")
+	[ "$got" = 4 ] || bad+=("idempotency_keys has $got shards after idem_distribute() (4 wanted)")
+
+	# a payment open on a key of worker1's shard while that shard moves
+	echo "== move at $((SECONDS - t0)) s" >>"$log"
+	s=$(scope_on worker1 chg-) || { notok "$check" "no scope on worker1"; return; }
+	shard=$(qv coordinator "SELECT get_shard_id_for_distribution_column('idempotency_keys', '$s')")
+	rm -f "$DIR/release-payment"
+	(
+		echo "BEGIN;"
+		echo "SELECT token AS t FROM idem_claim('pay-1', NULL, '$s') \\gset"
+		echo "INSERT INTO payments (merchant_id, key, amount) VALUES ('$s', 'pay-1', 100);"
+		echo "SELECT idem_complete('pay-1', 201, '{\"paid\": true}', '$s', token => :t);"
+		printf '%s\n' '\echo holding'
+		while [ ! -e "$DIR/release-payment" ]; do sleep 0.2; done
+		echo "COMMIT;"
+	) | q coordinator >"$OUT/expiry-changing-payment.log" 2>&1 &
+	p=$!
+	for _ in $(seq 1 600); do grep -q holding "$OUT/expiry-changing-payment.log" && break; kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+	q coordinator -At -c "SELECT citus_move_shard_placement($shard, '127.0.0.1', $WORKER1_PORT,
+		'127.0.0.1', $WORKER2_PORT, shard_transfer_mode => 'block_writes')" >"$OUT/expiry-changing-move.log" 2>&1 &
+	m=$!
+	for n in coordinator worker1 worker2; do seen="$seen $n:$(passes_meanwhile "$n")"; done
+	touch "$DIR/release-payment"
+	wait "$p" || bad+=("the payment failed: $(grep -m 2 ERROR "$OUT/expiry-changing-payment.log")")
+	wait "$m" || bad+=("the move failed: $(grep -m 2 ERROR "$OUT/expiry-changing-move.log")")
+	for n in worker1 worker2; do seen="$seen $n:$(passes_meanwhile "$n")"; done
+
+	# the rebalance (Citus's default transfer mode), then the old copies dropped
+	echo "== rebalance at $((SECONDS - t0)) s" >>"$log"
+	qv coordinator "SELECT rebalance_table_shards('idempotency_keys')" >"$OUT/expiry-changing-rebalance.log" 2>&1 &
+	m=$!
+	for n in worker1 worker2; do seen="$seen $n:$(passes_meanwhile "$n")"; done
+	wait "$m" || bad+=("the rebalance failed: $(grep -m 2 ERROR "$OUT/expiry-changing-rebalance.log")")
+	qv coordinator "CALL citus_cleanup_orphaned_resources()" >>"$OUT/expiry-changing-rebalance.log" 2>&1
+	got=$(qv coordinator "SELECT string_agg(n::text, ' ' ORDER BY n) FROM (SELECT count(*) n FROM pg_dist_shard_placement
+		WHERE shardid IN (SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'idempotency_keys'::regclass) GROUP BY nodeport) c")
+	[ "$got" = "2 2" ] || bad+=("shards per worker after the rebalance: $got (2 2 wanted)")
+	got=$(qv coordinator "SELECT format('%s %s %s', (SELECT count(*) FROM idempotency_keys WHERE scope LIKE 'pre-%'),
+		(SELECT status FROM idempotency_keys WHERE scope = '$s' AND key = 'pay-1'), (SELECT count(*) FROM payments WHERE key = 'pay-1'))")
+	[ "$got" = "2000 completed 1" ] || bad+=("keys kept, the payment's key, payments after the moves: $got (2000 completed 1 wanted)")
+
+	# the table stable: the workers expire the keys of both workers' shards
+	echo "== expiry at $((SECONDS - t0)) s" >>"$log"
+	for w in worker1 worker2; do
+		for i in 1 2; do exp_scopes="$exp_scopes $(scope_on "$w" "cx$i-")"; done
+	done
+	for s in $exp_scopes; do
+		q coordinator -v s="$s" >>"$log" 2>&1 <<'SQL'
+SELECT outcome FROM idem_claim('e-stale', NULL, :'s', lease => '1 ms');
+SELECT token AS t FROM idem_claim('e-old', NULL, :'s', retention => '1 ms') \gset
+SELECT idem_complete('e-old', 200, '{}', :'s', token => :t);
+SQL
+	done
+	in_list=$(for s in $exp_scopes; do printf "'%s'," "$s"; done | sed 's/,$//')
+	for _ in $(seq 1 240); do
+		expired=$(qv coordinator "SELECT count(*) FILTER (WHERE key = 'e-old') = 0
+			AND count(*) FILTER (WHERE key = 'e-stale' AND status = 'failed' AND retryable) = 4
+			FROM idempotency_keys WHERE scope IN ($in_list)" 2>/dev/null)
+		[ "$expired" = t ] && break
+		sleep 0.5
+	done
+	[ "$expired" = t ] || bad+=("after 120 s the keys of scopes$exp_scopes: $(qv coordinator "SELECT string_agg(format('%s/%s %s', scope, key, status), ', ')
+		FROM idempotency_keys WHERE scope IN ($in_list)" 2>&1)")
+
+	for n in coordinator worker1 worker2; do
+		QDB=postgres q "$n" -c "ALTER SYSTEM SET idempotency.worker_databases = 'postgres'" \
+			-c "ALTER SYSTEM SET idempotency.worker_interval = '1s'" -c "SELECT pg_reload_conf()" >/dev/null
+	done
+	# every wait above ended by two passes, none by a pass waiting for a lock
+	[[ $seen == *waited* || $seen == *timeout* ]] && bad+=("passes while the table changed (node:how the wait ended):$seen")
+	for n in coordinator worker1 worker2; do
+		mapfile -t -O "${#bad[@]}" bad < <(tail -c +$((${logpos[$n]} + 1)) "$DIR/$n/server.log" |
+			grep -E '\] idempotency (worker|launcher) .*(ERROR|FATAL|PANIC): ' | head -n 3 | sed "s/^/$n logged: /")
+	done
+	if [ ${#bad[@]} -eq 0 ]; then
+		ok "$check (every node's worker passing every 100 ms: each node's passes went on, none waiting for a lock, while idem_distribute() held the table, while a shard move waited for a payment open on it, during a rebalance; no worker ERROR on any node; 2,000 keys and the payment's kept, then the keys on both workers' shards expired; $((SECONDS - t0)) s)"
+	else
+		notok "$check" "${bad[@]}"
+	fi
+}
+expiry_changing
+
 # 12b. idempotency_stats on the coordinator: table_bytes is every shard on
 # every node (idem_table_bytes), not the coordinator's empty shell
 stats=$(qv coordinator "SELECT format('%s %s %s', s.table_bytes,
@@ -1319,13 +1489,16 @@ check_upgrade()
 check_upgrade
 
 # 14. no ERROR, FATAL or PANIC in any node's log from anything but client
-# backends (the scenarios' own errors are theirs), and no crash
+# backends (the scenarios' own errors are theirs), and no crash; but the
+# FATAL of a logical replication worker ended by DROP SUBSCRIPTION, which
+# closes every shard move in logical mode (citus/expiry-changing's rebalance)
 sleep 2 # a few more worker passes
 logbad=""
 for n in coordinator worker1 worker2; do
 	logbad="$logbad$(grep -E '^[0-9-]+ [0-9:.]+ [A-Z]+ \[[0-9]+\] ' "$DIR/$n/server.log" |
 		grep -vE '^[0-9-]+ [0-9:.]+ [A-Z]+ \[[0-9]+\] client backend ' |
 		grep -E ' (ERROR|FATAL|PANIC): |terminated by signal|server process .* was terminated' |
+		grep -vE '\] logical replication worker FATAL:  terminating logical replication worker due to administrator command$' |
 		sed "s/^/$n: /" | head -n 5)
 "
 done
