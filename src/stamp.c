@@ -22,10 +22,12 @@
  *	  (IDEM_STMT_RESTAMP: each row by its own stamp, its updated_at).
  *
  * A wait is time the backend spent asleep, off the CPU: the wall-clock time
- * since the stamp less this process's CPU time (getrusage: user + system)
- * over the same span, counted when it exceeds IDEM_STAMP_SLACK_USECS and
- * the backend went to sleep at least once meanwhile (a voluntary context
- * switch: a lock wait, a row lock, I/O all sleep).  Work on the CPU, such
+ * since the stamp less the time the process was on the CPU or runnable
+ * (Linux's /proc/self/schedstat) over the same span, counted when it
+ * exceeds IDEM_STAMP_SLACK_USECS.  Where schedstat cannot be read, less
+ * its CPU time (getrusage: user + system), counted when it exceeds the
+ * slack and the backend went to sleep at least once meanwhile (a voluntary
+ * context switch: a lock wait, a row lock, I/O all sleep).  Work on the CPU, such
  * as a batch's INSERT of a thousand rows, is not a wait however long it
  * takes, so a call that did not wait writes each row once.  Nor is being
  * preempted on a busy machine (an involuntary switch, CPU time missed
@@ -45,9 +47,13 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -56,12 +62,73 @@
 #include "store.h"
 #include "input.h"
 
-/* This process's CPU time (user + system), in microseconds, and sleeps */
+/*
+ * Where Linux tells it (/proc/self/schedstat, kept open: one pread per
+ * reading), the time this process was on the CPU or runnable, waiting in
+ * its run queue for one: what is left of the wall-clock time is time
+ * asleep, which is all a wait is.  -1: not to be had here.
+ */
+static int	schedstat_fd = -1;
+static int	schedstat_pid = 0;
+static bool schedstat_missing = false;
+
+static int64
+BusyUsecs(void)
+{
+	char		buf[128];
+	ssize_t		n;
+	unsigned long long on_cpu;
+	unsigned long long runnable;
+
+	if (schedstat_missing)
+		return -1;
+	if (schedstat_fd < 0 || schedstat_pid != MyProcPid)
+	{
+		/* opened in this process: /proc/self is the process that opens it */
+		if (schedstat_fd >= 0)
+			close(schedstat_fd);
+		schedstat_fd = BasicOpenFile("/proc/self/schedstat", O_RDONLY | PG_BINARY);
+		schedstat_pid = MyProcPid;
+		if (schedstat_fd < 0)
+		{
+			schedstat_missing = true;
+			return -1;
+		}
+	}
+	n = pread(schedstat_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+	{
+		schedstat_missing = true;
+		return -1;
+	}
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &on_cpu, &runnable) != 2)
+	{
+		schedstat_missing = true;
+		return -1;
+	}
+	return (int64) ((on_cpu + runnable) / 1000);
+}
+
+/*
+ * This process's time not asleep, in microseconds: on the CPU or waiting
+ * for it (BusyUsecs), *counted false; elsewhere its CPU time (getrusage:
+ * user + system) and its sleeps (voluntary context switches), *counted
+ * telling whether getrusage counts them.
+ */
 static void
 ProcessClock(int64 *cpu_usecs, long *sleeps, bool *counted)
 {
 	struct rusage ru;
+	int64		busy = BusyUsecs();
 
+	if (busy >= 0)
+	{
+		*cpu_usecs = busy;
+		*sleeps = 0;
+		*counted = false;
+		return;
+	}
 	if (getrusage(RUSAGE_SELF, &ru) != 0)
 		elog(ERROR, "getrusage failed: %m");
 	*cpu_usecs = (int64) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * USECS_PER_SEC +
