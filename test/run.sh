@@ -15,7 +15,7 @@
 #   15  on this machine (Debian bookworm's postgresql-15): every suite
 #   17  in a Debian trixie chroot: regress isolation pgtap tap docs package
 #       bench monitoring
-#   18  in a Debian forky chroot: the same, valgrind and citus
+#   18  in a Debian forky chroot: the same, and citus
 #   19  in a Debian forky chroot with experimental's postgresql-19:
 #       regress isolation pgtap tap docs package bench monitoring (pgtap built
 #       from the tarball of Debian's pgtap source while Debian ships no
@@ -155,7 +155,8 @@ trap 'interrupted TERM' TERM
 ALL_SUITES="regress isolation pgtap tap docs http package bench monitoring valgrind citus"
 # The versions, and the suites each runs by default (test/lib/chroot.sh
 # says where each comes from).  Every SQL-level suite and bench's
-# exactly-once check on every version; valgrind on 15 and 18; http on 15
+# exactly-once check on every version; valgrind on 15 (on 18 by name,
+# PG_MAJOR=18 bash test/run.sh valgrind: left out for time); http on 15
 # only; citus on 15 (Citus 13.2.2) and 18 (Citus 14.0.1), and on 17 too
 # with IDEM_CITUS_VERSIONS="15 17 18" or by name (PG_MAJOR=17 bash
 # test/run.sh citus).
@@ -166,7 +167,6 @@ default_suites()
 	local s
 	case $1 in
 	15) s="regress isolation pgtap tap docs http package bench monitoring valgrind" ;;
-	18) s="regress isolation pgtap tap docs package bench monitoring valgrind" ;;
 	*) s="regress isolation pgtap tap docs package bench monitoring" ;;
 	esac
 	case " $IDEM_CITUS_VERSIONS " in *" $1 "*) s="$s citus" ;; esac
