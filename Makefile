@@ -115,6 +115,12 @@ prove_installcheck:
 # make test [SUITES="regress isolation pgtap tap http package bench"]:
 # test/run.sh (as root; installs packages, builds, installs, runs the suites
 # named, or all, on every version).  make demo: test/demo.sh
+# make edition: the SQL edition's scripts (edition/build.sh), for servers
+# where no C extension can be installed (docs/managed.md)
+.PHONY: edition
+edition:
+	bash edition/build.sh
+
 .PHONY: test demo
 test:
 	bash test/run.sh $(SUITES)
