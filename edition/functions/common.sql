@@ -257,13 +257,13 @@ DECLARE
                       OPERATOR(pg_catalog.+) EXTRACT(month FROM iv);
     days numeric := EXTRACT(day FROM iv);
     secs numeric;
-    max_secs numeric := 36525 OPERATOR(pg_catalog.*) 86400;
+    max_secs numeric := 3155760000;
     too_long boolean;
     stop timestamptz;
 BEGIN
     secs := EXTRACT(epoch FROM iv OPERATOR(pg_catalog.-)
                 pg_catalog.make_interval(months => months::integer, days => days::integer));
-    too_long := pg_catalog.abs(months) OPERATOR(pg_catalog.>) 36525 OPERATOR(pg_catalog./) 28
+    too_long := pg_catalog.abs(months) OPERATOR(pg_catalog.>) 1304  /* 36525 / 28 */
              OR pg_catalog.abs(days) OPERATOR(pg_catalog.>) 36525
              OR pg_catalog.abs(secs) OPERATOR(pg_catalog.>) max_secs;
     IF NOT too_long THEN

@@ -15,7 +15,7 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_row_storable$
 DECLARE
-    max_text constant bigint := 256 OPERATOR(pg_catalog.*) 1024 OPERATOR(pg_catalog.*) 1024;
+    max_text constant bigint := 268435456;
     numbers bigint := 0;
     n numeric;
     a numeric;
@@ -27,7 +27,7 @@ BEGIN
         RETURN false;
     END IF;
     IF recovery_point IS NOT NULL
-       AND pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.>) 1024 OPERATOR(pg_catalog.*) 1024 THEN
+       AND pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.>) 1048576 THEN
         RETURN false;
     END IF;
     IF response IS NULL OR pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8192 THEN
