@@ -201,7 +201,7 @@ BEGIN
         /* the keys that have a row are left to idem_claim, unlocked */
         SELECT COALESCE(pg_catalog.array_agg(u.k ORDER BY u.o), '{}'), COALESCE(pg_catalog.array_agg(u.h ORDER BY u.o), '{}')
           INTO new_keys, new_hashes
-          FROM pg_catalog.unnest(new_keys, new_hashes) WITH ORDINALITY AS u(k, h, o)
+          FROM ROWS FROM (pg_catalog.unnest(new_keys), pg_catalog.unnest(new_hashes)) WITH ORDINALITY AS u(k, h, o)
          WHERE NOT EXISTS (SELECT FROM idempotency_keys x
                             WHERE x.scope OPERATOR(pg_catalog.=) v_scope AND x.key OPERATOR(pg_catalog.=) u.k);
         IF pg_catalog.cardinality(new_keys) OPERATOR(pg_catalog.>) 0 THEN
@@ -223,7 +223,7 @@ BEGIN
                                                    created_at, updated_at, expires_at, request_hash, due_at)
                 SELECT v_scope, u.k, 'processing', u.t, lease_end, stamp, stamp,
                        lease_end OPERATOR(pg_catalog.+) v_retention, u.h, lease_end
-                  FROM pg_catalog.unnest(new_keys, new_tokens, new_hashes) AS u(k, t, h)
+                  FROM ROWS FROM (pg_catalog.unnest(new_keys), pg_catalog.unnest(new_tokens), pg_catalog.unnest(new_hashes)) AS u(k, t, h)
                 ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO NOTHING
                 RETURNING x.key, x.token
             LOOP
@@ -235,12 +235,12 @@ BEGIN
             /* each key's token, in byte order, where the INSERT wrote it */
             SELECT pg_catalog.array_agg(d.t ORDER BY s.i) INTO sorted_tokens
               FROM pg_catalog.generate_series(1, n) AS s(i)
-              LEFT JOIN pg_catalog.unnest(done, done_tokens) AS d(k, t)
+              LEFT JOIN ROWS FROM (pg_catalog.unnest(done), pg_catalog.unnest(done_tokens)) AS d(k, t)
                 ON d.k OPERATOR(pg_catalog.=) v_keys[ord[s.i]];
             /* an INSERT slower than its work: it may have waited for another writer's row */
-            waited := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp
-                      OPERATOR(pg_catalog.>) '10 ms'::interval
-                         OPERATOR(pg_catalog.+) '50 us'::interval OPERATOR(pg_catalog.*) pg_catalog.cardinality(new_keys);
+            waited := (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp)
+                      OPERATOR(pg_catalog.>) ('10 ms'::interval
+                         OPERATOR(pg_catalog.+) ('50 us'::interval OPERATOR(pg_catalog.*) pg_catalog.cardinality(new_keys)));
         END IF;
     END IF;
 
@@ -267,7 +267,7 @@ BEGIN
                 began := pg_catalog.clock_timestamp();
                 SELECT * INTO c FROM idem_claim(k, v_requests[j], v_scope, v_lease, v_retention, wait,
                                                 '0'::interval, max_attempts);
-                IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) began OPERATOR(pg_catalog.>) '10 ms'::interval THEN
+                IF (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) began) OPERATOR(pg_catalog.>) '10 ms'::interval THEN
                     waited := true;		/* it may have waited: the rows written before it move */
                 END IF;
                 res_outcome[j] := c.outcome;

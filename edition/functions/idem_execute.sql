@@ -364,9 +364,9 @@ BEGIN
                 IF m IS NOT NULL
                    AND pg_catalog.starts_with(msg, m[1])
                    AND pg_catalog.right(msg, pg_catalog.length(m[2])) OPERATOR(pg_catalog.=) m[2]
-                   AND pg_catalog.length(msg) OPERATOR(pg_catalog.>) pg_catalog.length(m[1]) OPERATOR(pg_catalog.+) pg_catalog.length(m[2]) THEN
+                   AND pg_catalog.length(msg) OPERATOR(pg_catalog.>) (pg_catalog.length(m[1]) OPERATOR(pg_catalog.+) pg_catalog.length(m[2])) THEN
                     tag := pg_catalog.substr(msg, pg_catalog.length(m[1]) OPERATOR(pg_catalog.+) 1,
-                                             pg_catalog.length(msg) OPERATOR(pg_catalog.-) pg_catalog.length(m[1]) OPERATOR(pg_catalog.-) pg_catalog.length(m[2]));
+                                             (pg_catalog.length(msg) OPERATOR(pg_catalog.-) pg_catalog.length(m[1])) OPERATOR(pg_catalog.-) pg_catalog.length(m[2]));
                 ELSE
                     single := false;
                 END IF;

@@ -129,7 +129,7 @@ BEGIN
             ELSE
                 PERFORM idem_complete(v_keys[j], v_codes[j], v_responses[j], v_scope, v_tokens[j]);
             END IF;
-            IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) began OPERATOR(pg_catalog.>) '10 ms'::interval
+            IF (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) began) OPERATOR(pg_catalog.>) '10 ms'::interval
                AND i OPERATOR(pg_catalog.>) 1 THEN
                 waited := true;		/* it may have waited: the rows recorded before it move */
             END IF;
