@@ -288,7 +288,7 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE
 AS $idem_execute$
 DECLARE
-    n pg_catalog.int4 := pg_catalog.coalesce(pg_catalog.cardinality(args), 0);
+    n pg_catalog.int4 := COALESCE(pg_catalog.cardinality(args), 0);
     returns_rows pg_catalog.bool := false;
     tag pg_catalog.text;
     single pg_catalog.bool := true;
