@@ -18,9 +18,18 @@
  *   its command tag; INSERT, UPDATE and DELETE without RETURNING run with
  *   EXECUTE.  Of the statements that do return rows, the utility ones
  *   (SHOW, EXPLAIN, EXECUTE, FETCH, CALL) are told by their first keyword.
- *   A statement a rule rewrites into another kind is not refused (the C
- *   build refuses it, 0A000).  A statement is parsed and planned twice:
- *   before the claim (the check) and after it (the run).
+ *   A statement a rule rewrites into a NOTIFY is refused as the C build
+ *   refuses it (0A000), found by EXPLAIN (FORMAT JSON) of it, run only when
+ *   some table has a rule on INSERT, UPDATE or DELETE; its detail says
+ *   "is NOTIFY" where the C build, for a statement it had cached before the
+ *   rule was made, says "is rewritten into NOTIFY by a rule".  A rule made
+ *   between the check and the run of a statement without RETURNING (whose
+ *   tables the check does not keep locked) is not seen.  The statement is
+ *   parsed and planned (never run) before the claim, and again after it to
+ *   run: planning evaluates IMMUTABLE functions of constants before the
+ *   claim, where the C build plans only after it.  A SELECT the caller may
+ *   not read fails there only when it would run (after the claim), as in
+ *   the C build.
  * - There is no short way for a key without a row: the claim is written
  *   first (processing), then the statement runs, then the key is completed
  *   (so the row is written twice, and the statement finds the key's row
@@ -306,6 +315,7 @@ DECLARE
     claimed record;
     k record;
     row_found pg_catalog.bool;
+    plan pg_catalog.json;
     resp pg_catalog.jsonb;
 BEGIN
     IF query IS NULL THEN
@@ -421,6 +431,24 @@ BEGIN
         tag := 'SELECT INTO';	/* a SELECT without result rows writes a table */
     ELSIF tag OPERATOR(pg_catalog.=) ANY (ARRAY['INSERT', 'UPDATE', 'DELETE']) THEN
         tag := NULL;			/* without RETURNING: runs, stores no response */
+    END IF;
+    /*
+     * What a rule makes of it: a rule's action may be a NOTIFY (the only
+     * utility statement a rule can hold), which the C build refuses as the
+     * statement's kind.  Only when a table of the database has a rule on
+     * INSERT, UPDATE or DELETE: EXPLAIN of the statement (planned, not run)
+     * names a utility statement by a string where a plan would be.
+     */
+    IF tag IS NULL AND EXISTS (SELECT FROM pg_catalog.pg_rewrite w
+                                WHERE w.ev_type OPERATOR(pg_catalog.<>) '1'
+                                  AND w.ev_class OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid) THEN
+        cur := _IDEM_SCHEMA_.idem__execute_run('EXPLAIN (FORMAT JSON) ' OPERATOR(pg_catalog.||) query, args, n, true);
+        FETCH cur INTO plan;
+        CLOSE cur;
+        SELECT pg_catalog.upper(e.value OPERATOR(pg_catalog.#>>) '{}') INTO tag
+          FROM pg_catalog.jsonb_array_elements(plan::pg_catalog.jsonb) AS e
+         WHERE pg_catalog.jsonb_typeof(e.value) OPERATOR(pg_catalog.=) 'string'
+         LIMIT 1;
     END IF;
     IF tag IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = '0A000',
