@@ -33,8 +33,10 @@
  *   idem_claim; a row rewritten with another request by a transaction that
  *   commits between that read and idem_claim's fails the call with IK001
  *   (the C build answers mismatch).
- * - The answer bound (54000 past 256 MB) counts each value at
- *   pg_column_size (as held, possibly compressed), not decompressed.
+ * - The answer bound (54000 past 256 MB) counts each row as 64 bytes, its
+ *   key, and its response and recovery point at their full (decompressed)
+ *   size; the C build counts the row's exact heap tuple size, so near the
+ *   bound the two may differ by a few bytes a row.
  */
 CREATE FUNCTION idem_claim_batch(
     keys text[],
