@@ -23,8 +23,9 @@
 set -euo pipefail
 awk '
 function ours(name) {
-	return name ~ /^(idempotency_keys|idempotency_row_security|idempotency_token_seq|idempotency_status|idempotency_stats|idempotency_key_lock_secret)$/ ||
-	       name ~ /^idem_[a-z_]*\(/ || name ~ /^"?idempotency(\.control|--[0-9.-]+\.sql)"?\(/
+	# the name, then the owner (and the arguments of a function between them)
+	return name ~ /^(idempotency_keys|idempotency_row_security|idempotency_token_seq|idempotency_status|idempotency_stats|idempotency_key_lock_secret)( |$)/ ||
+	       name ~ /^_?idem_[a-z0-9_]*\(/ || name ~ /^"?idempotency(\.control|--[0-9.-]+\.sql)"?\(/
 }
 { line[NR] = $0 }
 /^[0-9]+; [0-9]+ [0-9]+ POLICY [^ ]+ idempotency_keys / { policies = 1 }
