@@ -617,6 +617,11 @@ SELECT * FROM _IDEM_SCHEMA_.idem_execute(key, request, scope, success_code, quer
 $idem_execute_noargs$;
 COMMENT ON FUNCTION _IDEM_SCHEMA_.idem_execute(pg_catalog.text, pg_catalog.jsonb, pg_catalog.text, pg_catalog.int4, pg_catalog.text) IS
     'Claims the key and, when new, runs the statement (no arguments), stores its result row as the response and completes: one round trip';
+/* as privileges.sql grants the C build's two (whose VARIADIC is "any") */
+REVOKE ALL ON FUNCTION _IDEM_SCHEMA_.idem_execute(pg_catalog.text, pg_catalog.jsonb, pg_catalog.text, pg_catalog.int4, pg_catalog.text, pg_catalog.anycompatiblearray) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION _IDEM_SCHEMA_.idem_execute(pg_catalog.text, pg_catalog.jsonb, pg_catalog.text, pg_catalog.int4, pg_catalog.text, pg_catalog.anycompatiblearray) TO idempotency_app;
+REVOKE ALL ON FUNCTION _IDEM_SCHEMA_.idem_execute(pg_catalog.text, pg_catalog.jsonb, pg_catalog.text, pg_catalog.int4, pg_catalog.text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION _IDEM_SCHEMA_.idem_execute(pg_catalog.text, pg_catalog.jsonb, pg_catalog.text, pg_catalog.int4, pg_catalog.text) TO idempotency_app;
 $src$, '_IDEM_SCHEMA_', schema);
 END
 $idem_execute_install$;
