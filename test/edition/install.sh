@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# test/edition/install.sh PG_BIN DIR PORT: the SQL edition installed as the
+# users of managed PostgreSQL install it, never as a superuser, on one
+# throwaway server (data and socket in DIR, port PORT) run from PG_BIN, a
+# PostgreSQL without the C build's files and with pg_tle built in
+# (test/edition/prepare.sh makes one).  As the postgres OS user, after
+# make edition (edition/dist/).  Prints "ok NAME", "not ok NAME" (with
+# "# " lines saying why) or "skip NAME (why)" per check; exits non-zero
+# when one failed.
+#
+# A superuser does only what the service does for its customers: start the
+# server with shared_preload_libraries = 'pg_tle' (and pg_cron where it is
+# installed), CREATE EXTENSION pg_tle / pg_cron, create the service's admin
+# roles, and give a database's owner nothing but the database.  Then:
+#   plain/*   the plain script (Cloud SQL, Azure, Neon): a database owner
+#             with no other privilege, while the roles idempotency_app and
+#             idempotency_admin do not exist, is refused with a hint and
+#             nothing is left; an owner with CREATEROLE (as Cloud SQL's
+#             cloudsqlsuperuser, Neon's owner role) installs and creates the
+#             roles; the first owner then installs, the roles now being
+#             there (as the service's admin role would have made them)
+#   pgtle/*   pg_tle (RDS, Aurora): rds_admin (NOSUPERUSER CREATEROLE
+#             CREATEDB, granted pgtle_admin) runs the generated
+#             idempotency-pgtle script; the database's owner, no superuser,
+#             runs CREATE EXTENSION idempotency; update paths (one per
+#             edition/updates/FROM--TO.sql: none yet)
+#   each installation: an application role granted idempotency_app
+#             claims, completes, replays; PUBLIC reaches nothing; the
+#             application cannot call idem_expire or idem_resolve, a role
+#             granted idempotency_admin can; (pgtle) the tenant recipe of
+#             docs/tenants.md, the table's owner running it
+#   cron/*    pg_cron runs SELECT idem_expire() as a role granted
+#             idempotency_admin and deletes a row past its expires_at (1
+#             second schedule with pg_cron 1.5 and later, '* * * * *'
+#             before: the wait is polled, up to 150 s); skipped where pg_cron
+#             is not installed
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PG_BIN=${1:?usage: test/edition/install.sh PG_BIN DIR PORT}
+DIR=${2:?usage: test/edition/install.sh PG_BIN DIR PORT}
+PORT=${3:?usage: test/edition/install.sh PG_BIN DIR PORT}
+export PATH="$PG_BIN:$PATH"
+version=$(sed -nE "s/^default_version = '([^']+)'/\1/p" "$root/idempotency.control")
+PLAIN=$root/edition/dist/idempotency-sql--$version.sql
+TLE=$root/edition/dist/idempotency-pgtle--$version.sql
+DATA=$DIR/data
+failed=0
+
+ok() { echo "ok $1"; }
+notok() {
+	failed=1
+	echo "not ok $1"
+	[ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/# /'
+	return 0
+}
+skip() { echo "skip $1"; }
+
+# psql as role $1 in database $2, the rest its arguments; stops at the first error
+q() {
+	local role=$1 db=$2
+	shift 2
+	psql -X -qAt -v ON_ERROR_STOP=1 -h "$DIR" -p "$PORT" -U "$role" -d "$db" "$@" 2>&1
+}
+# check NAME WANT ROLE DB SQL: the output of SQL must be WANT
+check() {
+	local name=$1 want=$2 got
+	got=$(q "$3" "$4" -c "$5")
+	if [ "$got" = "$want" ]; then ok "$name"; else notok "$name" "want: $want
+got:  $got"; fi
+}
+# refused NAME SQLSTATE ROLE DB SQL: SQL must fail with SQLSTATE
+refused() {
+	local name=$1 want=$2 got
+	got=$(printf '\\set VERBOSITY sqlstate\n%s\n' "$5" | q "$3" "$4" -f - 2>&1)
+	case $got in
+	*"ERROR:  $want"*) ok "$name" ;;
+	*) notok "$name" "want: ERROR $want
+got:  $got" ;;
+	esac
+}
+
+[ -f "$PLAIN" ] && [ -f "$TLE" ] || { notok "edition (no $PLAIN: make edition first)"; exit 1; }
+pkglib=$(pg_config --pkglibdir)
+sharedir=$(pg_config --sharedir)
+if [ -e "$sharedir/extension/idempotency.control" ] || [ -e "$pkglib/idempotency.so" ]; then
+	notok "server (the C build is installed in $PG_BIN's PostgreSQL: pg_tle would refuse, and a test could run the C build; use test/edition/prepare.sh)"
+	exit 1
+fi
+if [ ! -f "$pkglib/pg_tle.so" ]; then
+	notok "server (pg_tle is not installed in $pkglib: test/edition/prepare.sh builds it)"
+	exit 1
+fi
+preload=pg_tle
+CRON=""
+[ -f "$pkglib/pg_cron.so" ] && CRON=1 && preload="pg_tle,pg_cron"
+
+rm -rf "$DATA"
+mkdir -p "$DIR"
+if ! initdb -D "$DATA" -A trust -U postgres --no-sync >"$DIR/initdb.log" 2>&1; then
+	notok "server (initdb)" "$(tail -n 20 "$DIR/initdb.log")"
+	exit 1
+fi
+cat >>"$DATA/postgresql.conf" <<CONF
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$DIR'
+shared_preload_libraries = '$preload'
+cron.database_name = 'payments'
+cron.use_background_workers = on
+max_worker_processes = 16
+CONF
+if ! pg_ctl -D "$DATA" -l "$DIR/server.log" -w start >/dev/null; then
+	notok "server (did not start)" "$(tail -n 20 "$DIR/server.log")"
+	exit 1
+fi
+trap 'pg_ctl -D "$DATA" -m fast -w stop >/dev/null 2>&1' EXIT
+
+# --- the service's part, as the superuser ---------------------------------
+# rds_admin stands for RDS's master user (rds_superuser), svc_admin for
+# Cloud SQL's cloudsqlsuperuser / Azure's azure_pg_admin / Neon's
+# neon_superuser: none is a superuser
+if ! q postgres postgres >"$DIR/setup.log" <<'SQL'
+CREATE ROLE rds_admin LOGIN NOSUPERUSER CREATEROLE CREATEDB;
+CREATE ROLE svc_admin LOGIN NOSUPERUSER CREATEROLE CREATEDB;
+CREATE ROLE owner_plain LOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB;
+CREATE ROLE owner_cr LOGIN NOSUPERUSER CREATEROLE NOCREATEDB;
+CREATE DATABASE shop_plain OWNER owner_plain;
+CREATE DATABASE shop_cr OWNER owner_cr;
+REVOKE ALL ON DATABASE shop_plain, shop_cr FROM PUBLIC;
+CREATE ROLE outsider LOGIN;
+SQL
+then
+	notok "server (the service's roles and databases)" "$(cat "$DIR/setup.log")"
+	exit 1
+fi
+
+# --- plain script ----------------------------------------------------------
+# installs the plain script as role $1 into database $2 (its public schema)
+plain_install() { q "$1" "$2" -f "$PLAIN"; }
+
+# owner without CREATEROLE, roles missing: refused, with the hint, nothing left
+out=$(printf '\\set VERBOSITY verbose\n\\i %s\n' "$PLAIN" | q owner_plain shop_plain -f -)
+left=$(q owner_plain shop_plain -c "SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace")
+if [[ $out == *"ERROR:  42501: the roles idempotency_app and idempotency_admin must exist before role owner_plain can install idempotency"* ]] &&
+	[[ $out == *"HINT:  As a role with CREATEROLE"* ]] && [ "$left" = 0 ]; then
+	ok "plain/no-createrole-roles-missing (refused with 42501 and the hint; nothing left)"
+else
+	notok "plain/no-createrole-roles-missing" "objects left: $left
+$out"
+fi
+
+# owner with CREATEROLE: installs, creating the roles
+if out=$(plain_install owner_cr shop_cr); then
+	check "plain/createrole (the owner installed; the roles exist, NOLOGIN, admin in app)" "2|t" owner_cr shop_cr \
+		"SELECT count(*), bool_and(NOT rolcanlogin) FILTER (WHERE true) AND pg_has_role('idempotency_admin', 'idempotency_app', 'MEMBER')
+		 FROM pg_roles WHERE rolname IN ('idempotency_app', 'idempotency_admin')"
+else
+	notok "plain/createrole (the plain script failed)" "$out"
+fi
+
+# owner without CREATEROLE, roles there now (made by a role with CREATEROLE)
+if out=$(plain_install owner_plain shop_plain); then
+	ok "plain/no-createrole-roles-there (the owner installed)"
+else
+	notok "plain/no-createrole-roles-there (the plain script failed)" "$out"
+fi
+
+# --- pg_tle ----------------------------------------------------------------
+# the service: pg_tle in the database, pgtle_admin for the master user;
+# the master user: the owner role and the database
+tle_ready=""
+if out=$(q postgres postgres -c "GRANT pg_signal_backend TO rds_admin" 2>&1) &&
+	out=$(q rds_admin postgres <<'SQL'
+CREATE ROLE app_owner LOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB;
+GRANT app_owner TO rds_admin;
+CREATE DATABASE payments OWNER app_owner;
+REVOKE ALL ON DATABASE payments FROM PUBLIC;
+SQL
+	) && out=$(q postgres payments -c "CREATE EXTENSION pg_tle" -c "GRANT pgtle_admin TO rds_admin"); then
+	if out=$(q rds_admin payments -f "$TLE"); then
+		ok "pgtle/install_extension (rds_admin, granted pgtle_admin, ran $(basename "$TLE"))"
+		if out=$(q app_owner payments -c "CREATE EXTENSION idempotency"); then
+			tle_ready=1
+			check "pgtle/create-extension (the database's owner, no superuser; the objects are its own)" \
+				"$version|app_owner|app_owner" app_owner payments \
+				"SELECT e.extversion, pg_get_userbyid(e.extowner), pg_get_userbyid(c.relowner)
+				 FROM pg_extension e, pg_class c WHERE e.extname = 'idempotency' AND c.oid = 'idempotency_keys'::regclass"
+		else
+			notok "pgtle/create-extension (CREATE EXTENSION idempotency as app_owner)" "$out"
+		fi
+	else
+		notok "pgtle/install_extension (rds_admin ran $(basename "$TLE"))" "$out"
+	fi
+else
+	notok "pgtle (the service's part: pg_tle, rds_admin, the database)" "$out"
+fi
+nupdates=$(find "$root/edition/updates" -name '*--*.sql' 2>/dev/null | wc -l)
+ncalls=$(grep -c '^SELECT pgtle.install_update_path(' "$TLE")
+if [ "$nupdates" -eq 0 ]; then
+	# nothing to check beyond the script's having no update path
+	if [ "$ncalls" -eq 0 ]; then
+		skip "pgtle/update-paths (edition/updates/ has no FROM--TO.sql: $version is the edition's first version)"
+	else
+		notok "pgtle/update-paths ($ncalls install_update_path calls, no edition/updates/*.sql)"
+	fi
+elif [ -n "$tle_ready" ]; then
+	# every version is reachable from the first, and the update runs
+	latest=$(q app_owner payments -c "SELECT max(target::text COLLATE \"C\") FROM pgtle.extension_update_paths('idempotency') WHERE path IS NOT NULL")
+	check "pgtle/update-paths ($nupdates of them, one pgtle.install_update_path each)" "$nupdates" app_owner payments \
+		"SELECT count(*) FROM pgtle.extension_update_paths('idempotency') WHERE path IS NOT NULL AND source = '$version'"
+	[ -n "$latest" ] && check "pgtle/alter-extension-update (to $latest)" "$latest" app_owner payments \
+		"ALTER EXTENSION idempotency UPDATE TO '$latest'; SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"
+fi
+
+# --- each installation: the application's view ----------------------------
+# role names are cluster-wide: one pair per database
+flow() {
+	local db=$1 owner=$2 app=${1}_app ops=${1}_ops tok out
+	# the login roles, made by the role that made idempotency_app and
+	# idempotency_admin (owner_cr; from PostgreSQL 16 on, CREATEROLE alone
+	# does not let a role grant roles another made); CONNECT from the owner
+	if ! out=$(q owner_cr postgres -c "CREATE ROLE $app LOGIN IN ROLE idempotency_app" \
+		-c "CREATE ROLE $ops LOGIN IN ROLE idempotency_admin" &&
+		q "$owner" "$db" -c "GRANT CONNECT ON DATABASE $db TO $app, $ops, outsider"); then
+		notok "$db/roles" "$out"
+		return
+	fi
+	tok=$(q "$app" "$db" -c "SELECT outcome || ' ' || token FROM idem_claim('k1', '{\"amount\": 3000}', 'm1')")
+	case $tok in
+	"new "[0-9]*) ok "$db/claim-new (as $app, granted idempotency_app)" ;;
+	*) notok "$db/claim-new" "$tok"; return ;;
+	esac
+	check "$db/complete" "" "$app" "$db" "SELECT idem_complete('k1', 201, '{\"id\": 7}', 'm1', ${tok#new })"
+	check "$db/replay" "replay|201|{\"id\": 7}" "$app" "$db" \
+		"SELECT outcome, response_code, response FROM idem_claim('k1', '{\"amount\": 3000}', 'm1')"
+	check "$db/in-progress" "new|in_progress" "$app" "$db" \
+		"SELECT (SELECT outcome FROM idem_claim('k2', NULL, 'm1')) || '|' || (SELECT outcome FROM idem_claim('k2', NULL, 'm1', wait => false))"
+	refused "$db/app-cannot-expire" 42501 "$app" "$db" "SELECT idem_expire()"
+	refused "$db/app-cannot-resolve" 42501 "$app" "$db" "SELECT idem_resolve('k2', 'm1', 'release')"
+	check "$db/admin-resolves-and-expires" "t|t" "$ops" "$db" \
+		"SELECT idem_resolve('k2', 'm1', 'release') IS NOT NULL, idem_expire() >= 0"
+	refused "$db/public-cannot-claim" 42501 outsider "$db" "SELECT * FROM idem_claim('k3')"
+	refused "$db/public-cannot-read" 42501 outsider "$db" "SELECT count(*) FROM idempotency_keys"
+	# what PUBLIC may use: idem_request_hash, as in the C build; nothing else
+	# of the installation (a SECURITY DEFINER helper included)
+	check "$db/public-has-nothing (but idem_request_hash)" "idem_request_hash(bytea),idem_request_hash(jsonb),idem_request_hash(text)|0" \
+		"$owner" "$db" \
+		"SELECT (SELECT string_agg(p.oid::regprocedure::text, ',' ORDER BY p.oid::regprocedure::text)
+		         FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+		           AND has_function_privilege('outsider', p.oid, 'EXECUTE')),
+		        (SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
+		           AND (has_table_privilege('outsider', c.oid, 'SELECT,INSERT,UPDATE,DELETE')
+		                OR c.relkind = 'S' AND has_sequence_privilege('outsider', c.oid, 'USAGE,UPDATE')))"
+}
+# --- pg_cron: scheduled now, checked at the end (its first run can be a
+# minute away) --------------------------------------------------------------
+CRON_READY=""
+cron_schedule() {
+	local out
+	# the service: pg_cron in cron.database_name, its schema for the
+	# operator role; the owner stores rows already past their expires_at
+	# and one live row; the operator schedules expiry
+	if ! out=$(q postgres payments -c "CREATE EXTENSION pg_cron" -c "GRANT USAGE ON SCHEMA cron TO payments_ops"); then
+		notok "cron/expire (CREATE EXTENSION pg_cron)" "$out"
+		return
+	fi
+	CRONV=$(q postgres payments -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'")
+	SCHEDULE='* * * * *'
+	[ "$(printf '%s\n1.5\n' "$CRONV" | sort -V | head -n 1)" = 1.5 ] && SCHEDULE='1 seconds'
+	if out=$(q app_owner payments <<'SQL'
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at, response_code)
+SELECT 'cron', 'old-' || i, 'completed', nextval('idempotency_token_seq'), now() - interval '2 days',
+       now() - interval '2 days', now() - interval '1 day', 200
+FROM generate_series(1, 3) i;
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at, response_code)
+VALUES ('cron', 'live', 'completed', nextval('idempotency_token_seq'), now(), now(), now() + interval '1 day', 200);
+SQL
+	) && out=$(q payments_ops payments -c "SELECT cron.schedule('idempotency-expire', '$SCHEDULE', 'SELECT idem_expire()') > 0"); then
+		CRON_READY=1
+	else
+		notok "cron/expire (the rows, or cron.schedule as payments_ops)" "$out"
+	fi
+}
+cron_check() {
+	local left="" runs
+	for _ in $(seq 300); do
+		left=$(q postgres payments -c "SELECT count(*) FROM idempotency_keys WHERE scope = 'cron' AND key LIKE 'old-%'")
+		[ "$left" = 0 ] && break
+		sleep 0.5
+	done
+	runs=$(q postgres payments -c "SELECT string_agg(DISTINCT status || ' ' || coalesce(return_message, ''), '; ') FROM cron.job_run_details")
+	if [ "$left" = 0 ]; then
+		check "cron/expire (pg_cron $CRONV, '$SCHEDULE', as payments_ops: the rows past expires_at went, the live one stayed)" \
+			1 postgres payments "SELECT count(*) FROM idempotency_keys WHERE scope = 'cron'"
+	else
+		notok "cron/expire (pg_cron $CRONV, '$SCHEDULE': $left rows past expires_at left after 150 s)" "runs: $runs
+$(grep -i cron "$DIR/server.log" | tail -n 10)"
+	fi
+	q payments_ops payments -c "SELECT cron.unschedule('idempotency-expire')" >/dev/null
+}
+
+flow shop_cr owner_cr
+flow shop_plain owner_plain
+if [ -n "$tle_ready" ]; then
+	flow payments app_owner
+	if [ -n "$CRON" ]; then cron_schedule; fi
+	# docs/tenants.md's recipe, as the table's owner: one tenant per role
+	if out=$(q app_owner payments <<'SQL'
+ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
+ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
+    USING (scope = current_user) WITH CHECK (scope = current_user);
+CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin
+    USING (true) WITH CHECK (true);
+SELECT idem_save_row_security();
+SQL
+	) && [ "$out" = 2 ] && out=$(q owner_cr postgres -c 'CREATE ROLE "merchant-42" LOGIN IN ROLE idempotency_app') &&
+		out=$(q app_owner payments -c 'GRANT CONNECT ON DATABASE payments TO "merchant-42"'); then
+		check "payments/tenant-own-scope" "new" merchant-42 payments \
+			"SELECT outcome FROM idem_claim('t1', NULL, 'merchant-42')"
+		refused "payments/tenant-other-scope" 42501 merchant-42 payments \
+			"SELECT outcome FROM idem_claim('t1', NULL, 'merchant-43')"
+		check "payments/tenant-sees-own-rows" "merchant-42" merchant-42 payments \
+			"SELECT string_agg(DISTINCT scope, ',') FROM idempotency_keys"
+	else
+		notok "payments/tenant-recipe (the owner's policies and idem_save_row_security)" "$out"
+	fi
+fi
+
+if [ -z "$CRON" ]; then
+	skip "cron/expire (pg_cron is not installed for PostgreSQL $(pg_config --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/'))"
+elif [ -z "$tle_ready" ]; then
+	notok "cron/expire (no installation in database payments to expire)"
+elif [ -n "$CRON_READY" ]; then
+	cron_check
+fi
+
+grep -E 'PANIC|server process .* was terminated' "$DIR/server.log" && notok "server (a backend crashed: server.log above)"
+exit "$failed"

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# test/edition/regress.sh PG_BIN DIR PORT: the C build's regress files
+# (sql/, pg_regress) and isolation specs (test/specs/, pg_isolation_regress)
+# against the SQL edition, on a throwaway server run from PG_BIN (data and
+# socket in DIR, port PORT) with the default configuration: no preload.
+# PG_BIN should have no C build installed (test/edition/prepare.sh makes
+# such a copy), so that nothing here can run it by mistake.  As the postgres
+# OS user, after make edition.  Prints "ok regress/NAME" or "not ok
+# regress/NAME" per file (isolation/NAME for the specs), then the diffs as
+# "# " lines; exits non-zero when one failed.
+#
+# What runs differs from the C build's run in these ways only:
+#   - setup: test/edition/setup.sql installs the plain script
+#     (edition/dist/idempotency-sql--VERSION.sql) into the test database's
+#     public schema instead of CREATE EXTENSION idempotency; its expected
+#     output is test/edition/expected/setup.out.  The isolation database is
+#     made, with the plain script installed, before pg_isolation_regress
+#     runs (--use-existing) instead of --load-extension=idempotency.
+#   - every input starts with \set SHOW_CONTEXT never, and a
+#     \set SHOW_CONTEXT in it says never too: PL/pgSQL adds a CONTEXT line
+#     to each error it raises.  The expected output is the C build's with
+#     the same lines and its own CONTEXT lines removed.
+#   - CREATE EXTENSION idempotency inside a test (a database of its own)
+#     becomes \ir edition-install.psql, the plain script run quietly, in
+#     the input and in the expected output alike.
+#   - test/edition/expected/NAME.out (regress) and
+#     test/edition/expected/iso/NAME.out (isolation), where one exists,
+#     replaces the expected output: only where docs/ documents a
+#     difference between the editions.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PG_BIN=${1:?usage: test/edition/regress.sh PG_BIN DIR PORT}
+DIR=${2:?usage: test/edition/regress.sh PG_BIN DIR PORT}
+PORT=${3:?usage: test/edition/regress.sh PG_BIN DIR PORT}
+export PATH="$PG_BIN:$PATH"
+PGXS_DIR=$(dirname "$(pg_config --pgxs)")/../..
+version=$(sed -nE "s/^default_version = '([^']+)'/\1/p" "$root/idempotency.control")
+PLAIN=$root/edition/dist/idempotency-sql--$version.sql
+
+# The files that run against the edition, in the Makefile's order
+REGRESS="setup claim attempts batch record hash input expire expire_backlog execute execute_hostile
+key_locks attack_interval attack_execute attack_dump attack_lock_id plans large_response await"
+ISOLATION="claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await
+claim_repeatable_read claim_serializable takeover execute execute_race attack_lock_squat attack_probe
+attack_savepoint_locks scope_policy_before_lock lease_after_wait row_type_change"
+# and those that do not, each with its reason
+declare -A EXCLUDED=(
+	[regress/guc]="the C library's settings as pg_settings lists them (bounds, contexts, units): the edition's are placeholder settings, read with their defaults"
+	[regress/stats]="the counters the preloaded library keeps in shared memory: the edition keeps none"
+	[regress/no_preload]="how the C library answers when it is loaded at first use rather than preloaded"
+	[isolation/attack_guard_index]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
+	[isolation/attack_guard_matview]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
+	[isolation/attack_guard_sequence]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
+	[isolation/attack_mapping_rule]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
+)
+failed=0
+notok() { failed=1; echo "not ok $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/# /'; return 0; }
+
+# Every file of the Makefile's REGRESS and ISOLATION runs here or is
+# excluded above, and nothing else: a new test is not left out unseen.
+listed=$(for t in $REGRESS no_preload; do echo "regress/$t"; done; for t in $ISOLATION; do echo "isolation/$t"; done)
+mk=$(make -s -C "$root" --no-print-directory PG_CONFIG="$PG_BIN/pg_config" -f Makefile -f - print-REGRESS print-ISOLATION \
+	<<<'print-%: ; @echo $($*)')
+makefile_lists=$( (set -- $(sed -n 1p <<<"$mk"); for t; do echo "regress/$t"; done; echo regress/no_preload
+	set -- $(sed -n 2p <<<"$mk"); for t; do echo "isolation/$t"; done) | sort -u)
+ours=$( (printf '%s\n' "$listed"; printf '%s\n' "${!EXCLUDED[@]}") | sort -u)
+if [ "$makefile_lists" != "$ours" ]; then
+	notok "lists (test/edition/regress.sh's lists and the Makefile's REGRESS/ISOLATION differ)" \
+		"$(diff <(printf '%s\n' "$makefile_lists") <(printf '%s\n' "$ours"))"
+fi
+for t in "${!EXCLUDED[@]}"; do echo "# not run on the edition: $t (${EXCLUDED[$t]})"; done | sort
+
+[ -f "$PLAIN" ] || { notok "edition (no $PLAIN: make edition first)"; exit 1; }
+if [ -e "$(pg_config --sharedir)/extension/idempotency.control" ]; then
+	notok "server (the C build is installed in $PG_BIN's PostgreSQL: use test/edition/prepare.sh's copy)"
+	exit 1
+fi
+
+# --- the inputs and expected outputs --------------------------------------
+rm -rf "$DIR/regress" "$DIR/iso"
+mkdir -p "$DIR/regress/sql" "$DIR/regress/expected" "$DIR/iso/specs" "$DIR/iso/expected"
+cat >"$DIR/regress/sql/edition-install.psql" <<EOF
+\\set ECHO none
+\\o /dev/null
+\\i $PLAIN
+\\o
+\\set ECHO all
+EOF
+# \ir resolves it from the input's directory, or from the current one when
+# psql reads the input from stdin (as pg_regress 15's does)
+cp "$DIR/regress/sql/edition-install.psql" "$DIR/regress/"
+# the input's own transformation; for the expected output, the same plus
+# the echo of edition-install.psql's first line and no CONTEXT lines
+ed_input() {
+	sed -e 's/^\\set SHOW_CONTEXT .*/\\set SHOW_CONTEXT never/' \
+		-e 's/^CREATE EXTENSION idempotency;$/\\ir edition-install.psql/' "$1"
+}
+ed_expected() {
+	echo '\set SHOW_CONTEXT never'
+	ed_input "$1" | sed -e '/^CONTEXT:  /d' -e 's/^\\ir edition-install.psql$/&\n\\set ECHO none/'
+}
+for t in $REGRESS; do
+	if [ "$t" = setup ]; then
+		cp "$root/test/edition/setup.sql" "$DIR/regress/sql/setup.sql"
+		cp "$root/test/edition/expected/setup.out" "$DIR/regress/expected/setup.out"
+		continue
+	fi
+	{ echo '\set SHOW_CONTEXT never'; ed_input "$root/sql/$t.sql"; } >"$DIR/regress/sql/$t.sql"
+	if [ -f "$root/test/edition/expected/$t.out" ]; then
+		cp "$root/test/edition/expected/$t.out" "$root"/test/edition/expected/"$t"_[0-9].out "$DIR/regress/expected/" 2>/dev/null
+	else
+		for e in "$root/expected/$t.out" "$root"/expected/"$t"_[0-9].out; do
+			[ -f "$e" ] && ed_expected "$e" >"$DIR/regress/expected/$(basename "$e")"
+		done
+	fi
+done
+for t in $ISOLATION; do
+	cp "$root/test/specs/$t.spec" "$DIR/iso/specs/"
+	if [ -f "$root/test/edition/expected/iso/$t.out" ]; then
+		cp "$root/test/edition/expected/iso/$t.out" "$root"/test/edition/expected/iso/"$t"_[0-9].out "$DIR/iso/expected/" 2>/dev/null
+	else
+		for e in "$root/test/expected/$t.out" "$root"/test/expected/"$t"_[0-9].out; do
+			[ -f "$e" ] && sed '/^CONTEXT:  /d' "$e" >"$DIR/iso/expected/$(basename "$e")"
+		done
+	fi
+done
+
+# --- the server ------------------------------------------------------------
+DATA=$DIR/data
+rm -rf "$DATA"
+if ! initdb -D "$DATA" -A trust -U postgres --no-sync >"$DIR/initdb.log" 2>&1; then
+	notok "server (initdb)" "$(tail -n 20 "$DIR/initdb.log")"
+	exit 1
+fi
+cat >>"$DATA/postgresql.conf" <<CONF
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$DIR'
+CONF
+if ! pg_ctl -D "$DATA" -l "$DIR/server.log" -w start >/dev/null; then
+	notok "server (did not start)" "$(tail -n 20 "$DIR/server.log")"
+	exit 1
+fi
+trap 'pg_ctl -D "$DATA" -m fast -w stop >/dev/null 2>&1' EXIT
+
+# pg_regress's and pg_isolation_regress's "test NAME ... ok|FAILED" (15)
+# or TAP lines (16 on) as this script's
+report() {
+	local suite=$1 log=$2 n=0 name result
+	while read -r name result; do
+		n=$((n + 1))
+		if [ "$result" = ok ]; then echo "ok $suite/$name"; else notok "$suite/$name"; fi
+	done < <(sed -nE -e 's/^(test +| +)?([A-Za-z0-9_-]+) +\.\.\. +(ok|FAILED|failed)\b.*/\2 \3/p' \
+		-e 's/^ok +[0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 ok/p' \
+		-e 's/^not ok +[0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 FAILED/p' "$log")
+	[ "$n" -gt 0 ] || notok "$suite (did not run)" "$(tail -n 30 "$log")"
+}
+
+# shellcheck disable=SC2086
+(cd "$DIR/regress" && "$PGXS_DIR/src/test/regress/pg_regress" --bindir="$PG_BIN" --host="$DIR" --port="$PORT" \
+	--user=postgres --inputdir=. --outputdir=. --dbname=contrib_regression $REGRESS) >"$DIR/regress.log" 2>&1
+report regress "$DIR/regress.log"
+
+# the isolation database, with the edition installed, made here
+if out=$(psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 \
+	-c "CREATE DATABASE isolation_regression" 2>&1) &&
+	out=$(psql -X -q -h "$DIR" -p "$PORT" -U postgres -d isolation_regression -v ON_ERROR_STOP=1 -f "$PLAIN" 2>&1); then
+	# shellcheck disable=SC2086
+	(cd "$DIR/iso" && "$PGXS_DIR/src/test/isolation/pg_isolation_regress" --bindir="$PG_BIN" --host="$DIR" \
+		--port="$PORT" --user=postgres --inputdir=. --outputdir=. --use-existing \
+		--dbname=isolation_regression $ISOLATION) >"$DIR/isolation.log" 2>&1
+	report isolation "$DIR/isolation.log"
+else
+	notok "isolation (the plain script in the isolation database)" "$out"
+fi
+
+for d in "$DIR/regress/regression.diffs" "$DIR/iso/regression.diffs"; do
+	[ -s "$d" ] && sed 's/^/# /' "$d"
+done
+grep -E 'PANIC|server process .* was terminated' "$DIR/server.log" && notok "server (a backend crashed: server.log above)"
+exit "$failed"
