@@ -142,14 +142,23 @@ $_idem_record_token$;
  * The C build's IdemCheckResponse: 54000 for a response whose text form
  * would be longer than 256 MB (a row pg_dump could not write), judged as
  * the table's CHECK judges it (idem_row_storable), before anything is
- * written.  The callers skip it for a response of at most 8192 bytes.
+ * written.  The callers skip it for a response of at most 8192 bytes that
+ * is not compressed.  A compressed one (read from a table) is judged by its
+ * size uncompressed, as the C build's toast_raw_datum_size: a copy of it
+ * (jsonb_path_query_first(.., '$') builds one, in linear time), since a
+ * few kB compressed can print as gigabytes.
  */
 CREATE FUNCTION _idem_record_check_response(response jsonb, key text, scope text) RETURNS void
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $_idem_record_check_response$
+DECLARE
+    whole jsonb := response;
 BEGIN
-    IF response IS NOT NULL AND NOT idem_row_storable(response, NULL, NULL) THEN
+    IF pg_catalog.pg_column_compression(whole) IS NOT NULL THEN
+        whole := pg_catalog.jsonb_path_query_first(whole, '$');
+    END IF;
+    IF whole IS NOT NULL AND NOT idem_row_storable(whole, NULL, NULL) THEN
         RAISE EXCEPTION USING ERRCODE = '54000',
             MESSAGE = 'response is too large to store',
             DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
@@ -187,7 +196,8 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = '25006',
             MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
     END IF;
-    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192 THEN
+    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+       OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
         PERFORM _idem_record_check_response(response, v_key, v_scope);
     END IF;
     PERFORM idem__check_row_security();
