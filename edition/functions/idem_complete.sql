@@ -9,7 +9,8 @@
  * (or one of its subtransactions still in force) wrote the key's row
  * version: its xmin is ours (_idem_record_mine).  The C build remembers
  * the claims the transaction made instead; the two differ only where the
- * transaction wrote the row by another call (see _idem_record_token).
+ * transaction wrote the row by another call, or in a subtransaction it
+ * rolled back (see _idem_record_token).
  * Each call is guarded by "token = $token AND the row is processing", so a
  * holder whose key was taken over changes nothing; only when that matches
  * no row is the row read again to say why (_idem_record_no_match): no such
@@ -111,13 +112,17 @@ $_idem_record_no_match$;
  * fails as the C build's does (IK004 without a row, else IK005).
  *
  * The C build instead lets NULL stand for the token of the transaction's
- * latest claim of the key, remembered in memory; so where this transaction
- * wrote the row otherwise, the two differ: after a heartbeat, checkpoint,
- * complete or fail with an explicit token of a key claimed by another
- * transaction, NULL passes here (C: IK005); after idem_resolve(.., 'fail')
- * of a key this transaction claimed, NULL means the resolve's token here
- * (so IK003; C: IK002); after a takeover in a subtransaction rolled back,
- * NULL is IK005 here (C: IK002, the rolled-back claim's token).
+ * latest claim of the key that wrote its row (new or reclaimed),
+ * remembered in memory for the whole transaction; so where this
+ * transaction wrote the row otherwise, the two differ:
+ *   - after a heartbeat, checkpoint, complete or fail with an explicit
+ *     token of a key another transaction claimed: NULL passes here (C: IK005);
+ *   - after a claim that made the key final (max_attempts: outcome replay,
+ *     no token returned): IK003 here (C: IK005);
+ *   - after idem_resolve(.., 'fail') of a key this transaction claimed:
+ *     NULL means the resolve's token here, so IK003 (C: IK002);
+ *   - after a takeover in a subtransaction rolled back: IK005 here (C:
+ *     IK002, the rolled-back claim's token is remembered).
  */
 CREATE FUNCTION _idem_record_token(fname text, key text, scope text)
 RETURNS bigint
