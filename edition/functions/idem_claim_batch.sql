@@ -101,6 +101,7 @@ DECLARE
     res_rp text[];
     answer_bytes bigint := 0;
     act text;
+    locks_full boolean := false;
     sorted_tokens bigint[];
 BEGIN
     /* the arguments, in the C build's order */
@@ -212,7 +213,13 @@ BEGIN
                             WHERE x.scope OPERATOR(pg_catalog.=) v_scope AND x.key OPERATOR(pg_catalog.=) u.k);
         IF pg_catalog.cardinality(new_keys) OPERATOR(pg_catalog.>) 0 THEN
             FOREACH k IN ARRAY new_keys LOOP
-                PERFORM idem__lock_key(v_scope, k, true);
+                /* past the 64 key locks a transaction holds, idem__lock_key takes none (wait => true) */
+                IF NOT locks_full THEN
+                    locks_full := idem__key_locks_held() OPERATOR(pg_catalog.>=) 64;
+                    IF NOT locks_full THEN
+                        PERFORM idem__lock_key(v_scope, k, true);
+                    END IF;
+                END IF;
                 t := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
                 IF t OPERATOR(pg_catalog.<=) 0 OR t OPERATOR(pg_catalog.>=) 281474976710656 THEN
                     RAISE EXCEPTION USING ERRCODE = '54000',
