@@ -80,3 +80,20 @@ SELECT s.*,
   FROM idem_stats() s;
 COMMENT ON VIEW idempotency_stats IS
     'What the extension did in this database (counters since stats_reset) and the state of idempotency_keys now';
+
+/*
+ * The SQL edition only: the database's secret for key lock ids (common.sql,
+ * idem__key_lock_secret), 32 random bytes drawn at install.  No role but
+ * the owner may read it: a key lock id is a keyed hash of (scope, key)
+ * under it, so that no tenant can compute another scope's key lock ids.
+ */
+CREATE TABLE idempotency_key_lock_secret (
+    one    boolean PRIMARY KEY DEFAULT true CHECK (one),
+    secret bytea NOT NULL CHECK (pg_catalog.octet_length(secret) OPERATOR(pg_catalog.=) 32)
+);
+COMMENT ON TABLE idempotency_key_lock_secret IS
+    'SQL edition: the secret key lock ids are derived under; readable by its owner only';
+INSERT INTO idempotency_key_lock_secret (secret)
+SELECT pg_catalog.decode(pg_catalog.replace(pg_catalog.gen_random_uuid()::text OPERATOR(pg_catalog.||)
+                                            pg_catalog.gen_random_uuid()::text, '-', ''), 'hex');
+REVOKE ALL ON TABLE idempotency_key_lock_secret FROM PUBLIC;

@@ -1,0 +1,488 @@
+/*
+ * common.sql: internal helpers shared by the SQL edition's functions.  None
+ * is part of the contract (the C build has none of them); their names start
+ * with "idem__".  PUBLIC may call none; idempotency_app may call each, since
+ * the key functions run as their caller and call them.  Contracts:
+ *
+ * idem__check_key(key text, scope text) RETURNS void
+ *     The checks of the C build's IdemGetKeyArgs, in its order, with its
+ *     SQLSTATEs, messages, details and hints: key NULL (22004), scope NULL
+ *     (22004, detail naming the key, hint), key empty (22023), key or scope
+ *     longer than idempotency.max_key_length bytes (22023), a control byte
+ *     (< 0x20 or 0x7f) in either (22023, detail: the byte's position, hex).
+ *     Linear in the input's length.
+ *
+ * idem__int_setting(name text, dflt integer, lo integer, hi integer, unit text) RETURNS integer
+ *     An integer setting as the C build's DefineCustomIntVariable would hold
+ *     it: current_setting(name, true), dflt when NULL or ''; a number with
+ *     an optional unit of PostgreSQL's (unit 's': us ms s min h d; 'ms': the
+ *     same; 'B': B kB MB GB TB; '': none), converted into unit and rounded as
+ *     PostgreSQL rounds; a value it cannot read or out of [lo, hi] raises
+ *     22023 as SET would have under the C build (the edition cannot refuse
+ *     the SET itself: without the library the setting is a placeholder).
+ * idem__lease() / idem__retention() RETURNS interval
+ *     idempotency.lease (60 s) / idempotency.retention (86400 s), 1..INT_MAX s.
+ * idem__max_key_length() RETURNS integer   idempotency.max_key_length, 255, 1..1024.
+ * idem__max_attempts() RETURNS integer     idempotency.max_attempts, 0 (no limit), 0..INT_MAX.
+ * idem__await_result() RETURNS interval    idempotency.await_result, 0 ms, 0..3600000 ms;
+ *                                          NULL when 0 (as the C build's IdemAwaitDefault).
+ * idem__stale_reclaim() RETURNS boolean    idempotency.stale_policy: true for
+ *     'reclaim' (the default), false for 'hold' (case-insensitive, as enum
+ *     settings are); anything else raises 22023.
+ *
+ * idem__check_interval(iv interval, what text, since timestamptz, key text, scope text) RETURNS void
+ *     The C build's IdemCheckInterval: 22023 "<what> is too long" past a
+ *     century (each component bounded first), 22023 "<what> must be a
+ *     positive interval" when since + iv <= since.
+ *
+ * idem__check_row_security() RETURNS void
+ *     IK006 "row level security of idempotency_keys is not in place" when
+ *     idempotency_row_security records policies and idempotency_keys has
+ *     row level security off, or lacks one of them (the C build's
+ *     CheckRowSecurityInPlace).  Every key function calls it first.  One
+ *     index-less probe of an empty table when no policy is recorded.
+ *
+ * idem__key_lock_secret(scope text) RETURNS bytea   SECURITY DEFINER
+ *     The scope's key-lock key: sha256(secret || length(scope) || scope),
+ *     where secret is the database's random 32 bytes in
+ *     idempotency_key_lock_secret (no role but the owner may read it).
+ *     When idempotency_keys has row level security enabled it answers only
+ *     inside a transaction that has inserted, and not yet removed, the
+ *     scope's probe row (key E'\x01lock ' || pg_current_xact_id()), which
+ *     only a caller whose policies let it INSERT into the scope can write
+ *     (idem__lock_key does that in a subtransaction it rolls back); else
+ *     42501.  So a tenant cannot compute another scope's key lock ids.
+ *
+ * idem__key_lock_id(scope text, key text) RETURNS bigint
+ *     The key's lock id: the first 8 bytes of sha256(scope's key || key), as
+ *     a bigint.  Runs the probe under row level security (42501 for a scope
+ *     the caller may not insert into, before any lock is touched).
+ *
+ * idem__lock_key(scope text, key text, wait boolean) RETURNS boolean
+ *     The C build's IdemLockKey: the key's lock, a transaction-level
+ *     advisory lock (pg_advisory_xact_lock(bigint): locktag field 4 = 1) on
+ *     idem__key_lock_id.  A lock this transaction holds already: true at
+ *     once, not counted again.  Under 64 held: wait => takes it (waits),
+ *     not wait => tries it (pg_try_advisory_xact_lock: never waits).  With
+ *     64 held: wait => true without taking it; not wait => only tests it
+ *     (a session lock tried and let go at once).  The ids held are kept in
+ *     the transaction-local setting idempotency_edition.key_locks, which a
+ *     rolled-back subtransaction undoes with the locks it took.
+ * idem__key_locks_held() RETURNS integer   how many key locks the transaction holds.
+ *
+ * idem__restamp(scope text, keys text[], tokens bigint[], stamped timestamptz) RETURNS boolean
+ *     The C build's IdemStampEnd for a call that wrote rows (keys with
+ *     tokens, all in one scope) with times counted from stamped
+ *     (clock_timestamp() taken after its last lock or wait before the
+ *     write): when more than 10 ms have passed since then (the call may
+ *     have waited after it), moves each row's locked_until, expires_at and
+ *     due_at forward by the time since its own updated_at and sets
+ *     updated_at (and created_at where it equalled updated_at) to now, as
+ *     IDEM_STMT_RESTAMP does; returns whether it did.  The call's last
+ *     statement on the table.  (The C build counts only time asleep; the
+ *     edition counts wall-clock time, so a call that was merely slow moves
+ *     its rows too: the same times, one write more.)
+ */
+
+CREATE FUNCTION idem__int_setting(name text, dflt integer, lo integer, hi integer, unit text)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $idem__int_setting$
+DECLARE
+    raw text := pg_catalog.current_setting(name, true);
+    m text[];
+    num numeric;
+    factor numeric;
+    units text;
+    v numeric;
+BEGIN
+    IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
+        RETURN dflt;
+    END IF;
+    m := pg_catalog.regexp_match(raw, '^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$');
+    IF m IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw),
+            HINT = CASE WHEN unit OPERATOR(pg_catalog.=) '' THEN NULL
+                        WHEN unit OPERATOR(pg_catalog.=) 'B' THEN 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".'
+                        ELSE 'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".' END;
+    END IF;
+    num := m[1]::numeric;
+    units := m[2];
+    IF units OPERATOR(pg_catalog.=) '' THEN
+        factor := 1;
+    ELSIF unit OPERATOR(pg_catalog.=) 's' OR unit OPERATOR(pg_catalog.=) 'ms' THEN
+        factor := CASE units WHEN 'us' THEN 0.000001 WHEN 'ms' THEN 0.001 WHEN 's' THEN 1
+                             WHEN 'min' THEN 60 WHEN 'h' THEN 3600 WHEN 'd' THEN 86400 END;
+        IF factor IS NOT NULL AND unit OPERATOR(pg_catalog.=) 'ms' THEN
+            factor := factor OPERATOR(pg_catalog.*) 1000;
+        END IF;
+    ELSIF unit OPERATOR(pg_catalog.=) 'B' THEN
+        factor := CASE units WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
+                             WHEN 'GB' THEN 1073741824 WHEN 'TB' THEN 1099511627776 END;
+    END IF;
+    IF factor IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw),
+            HINT = CASE WHEN unit OPERATOR(pg_catalog.=) '' THEN NULL
+                        WHEN unit OPERATOR(pg_catalog.=) 'B' THEN 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".'
+                        ELSE 'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".' END;
+    END IF;
+    v := pg_catalog.round(num OPERATOR(pg_catalog.*) factor);
+    IF v OPERATOR(pg_catalog.<) lo OR v OPERATOR(pg_catalog.>) hi THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('%s%s is outside the valid range for parameter "%s" (%s%s .. %s%s)',
+                                        v, CASE WHEN unit OPERATOR(pg_catalog.=) '' THEN '' ELSE ' ' OPERATOR(pg_catalog.||) unit END,
+                                        name,
+                                        lo, CASE WHEN unit OPERATOR(pg_catalog.=) '' THEN '' ELSE ' ' OPERATOR(pg_catalog.||) unit END,
+                                        hi, CASE WHEN unit OPERATOR(pg_catalog.=) '' THEN '' ELSE ' ' OPERATOR(pg_catalog.||) unit END);
+    END IF;
+    RETURN v::integer;
+END
+$idem__int_setting$;
+
+CREATE FUNCTION idem__lease() RETURNS interval
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $idem__lease$
+SELECT pg_catalog.make_interval(secs => idem__int_setting('idempotency.lease', 60, 1, 2147483647, 's'))
+$idem__lease$;
+
+CREATE FUNCTION idem__retention() RETURNS interval
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $idem__retention$
+SELECT pg_catalog.make_interval(secs => idem__int_setting('idempotency.retention', 86400, 1, 2147483647, 's'))
+$idem__retention$;
+
+CREATE FUNCTION idem__max_key_length() RETURNS integer
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $idem__max_key_length$
+SELECT idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B')
+$idem__max_key_length$;
+
+CREATE FUNCTION idem__max_attempts() RETURNS integer
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $idem__max_attempts$
+SELECT idem__int_setting('idempotency.max_attempts', 0, 0, 2147483647, '')
+$idem__max_attempts$;
+
+CREATE FUNCTION idem__await_result() RETURNS interval
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $idem__await_result$
+SELECT CASE WHEN ms OPERATOR(pg_catalog.=) 0 THEN NULL
+            ELSE pg_catalog.make_interval(secs => ms OPERATOR(pg_catalog./) 1000.0) END
+  FROM (SELECT idem__int_setting('idempotency.await_result', 0, 0, 3600000, 'ms') AS ms) s
+$idem__await_result$;
+
+CREATE FUNCTION idem__stale_reclaim() RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $idem__stale_reclaim$
+DECLARE
+    raw text := pg_catalog.current_setting('idempotency.stale_policy', true);
+BEGIN
+    IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' OR pg_catalog.lower(raw) OPERATOR(pg_catalog.=) 'reclaim' THEN
+        RETURN true;
+    ELSIF pg_catalog.lower(raw) OPERATOR(pg_catalog.=) 'hold' THEN
+        RETURN false;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = '22023',
+        MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', 'idempotency.stale_policy', raw),
+        HINT = 'Available values: reclaim, hold.';
+END
+$idem__stale_reclaim$;
+
+CREATE FUNCTION idem__check_key(key text, scope text) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $idem__check_key$
+DECLARE
+    maxlen integer;
+    what text;
+    v text;
+    b bytea;
+    len integer;
+    pos integer;
+BEGIN
+    IF key IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'idempotency key must not be null';
+    END IF;
+    IF scope IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'idempotency scope must not be null',
+            DETAIL = pg_catalog.format('Key "%s".', key),
+            HINT = 'The default scope is the empty string.';
+    END IF;
+    maxlen := idem__max_key_length();
+    FOREACH what IN ARRAY ARRAY['key', 'scope'] LOOP
+        v := CASE WHEN what OPERATOR(pg_catalog.=) 'key' THEN key ELSE scope END;
+        len := pg_catalog.octet_length(v);
+        IF what OPERATOR(pg_catalog.=) 'key' AND len OPERATOR(pg_catalog.=) 0 THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'idempotency key must not be empty';
+        END IF;
+        IF len OPERATOR(pg_catalog.>) maxlen THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = pg_catalog.format('idempotency %s is too long', what),
+                DETAIL = pg_catalog.format('The %s is %s bytes; idempotency.max_key_length is %s.', what, len, maxlen);
+        END IF;
+        /* a control character is one byte in every server encoding */
+        IF v OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]' THEN
+            b := pg_catalog.convert_to(v, pg_catalog.getdatabaseencoding());
+            pos := 0;
+            WHILE pos OPERATOR(pg_catalog.<) len LOOP
+                EXIT WHEN pg_catalog.get_byte(b, pos) OPERATOR(pg_catalog.<) 32
+                       OR pg_catalog.get_byte(b, pos) OPERATOR(pg_catalog.=) 127;
+                pos := pos OPERATOR(pg_catalog.+) 1;
+            END LOOP;
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = pg_catalog.format('idempotency %s must not contain control characters', what),
+                DETAIL = pg_catalog.format('Byte %s of the %s is 0x%s.', pos OPERATOR(pg_catalog.+) 1, what,
+                                           pg_catalog.lpad(pg_catalog.to_hex(pg_catalog.get_byte(b, pos)), 2, '0'));
+        END IF;
+    END LOOP;
+END
+$idem__check_key$;
+
+CREATE FUNCTION idem__check_interval(iv interval, what text, since timestamptz, key text, scope text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $idem__check_interval$
+DECLARE
+    months numeric := EXTRACT(year FROM iv) OPERATOR(pg_catalog.*) 12
+                      OPERATOR(pg_catalog.+) EXTRACT(month FROM iv);
+    days numeric := EXTRACT(day FROM iv);
+    secs numeric;
+    max_secs numeric := 3155760000;
+    too_long boolean;
+    stop timestamptz;
+BEGIN
+    secs := EXTRACT(epoch FROM iv OPERATOR(pg_catalog.-)
+                pg_catalog.make_interval(months => months::integer, days => days::integer));
+    too_long := pg_catalog.abs(months) OPERATOR(pg_catalog.>) 1304  /* 36525 / 28 */
+             OR pg_catalog.abs(days) OPERATOR(pg_catalog.>) 36525
+             OR pg_catalog.abs(secs) OPERATOR(pg_catalog.>) max_secs;
+    IF NOT too_long THEN
+        stop := since OPERATOR(pg_catalog.+) iv;
+        too_long := EXTRACT(epoch FROM stop OPERATOR(pg_catalog.-) since) OPERATOR(pg_catalog.>) max_secs;
+    END IF;
+    IF too_long THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('%s is too long', what),
+            DETAIL = pg_catalog.format('The %s given for key "%s" in scope "%s" is %s; the longest is 100 years.',
+                                       what, key, scope, iv);
+    END IF;
+    IF stop OPERATOR(pg_catalog.<=) since THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('%s must be a positive interval', what),
+            DETAIL = pg_catalog.format('The %s given for key "%s" in scope "%s" is %s.', what, key, scope, iv),
+            HINT = 'It is added to the current time, months as the calendar counts them.';
+    END IF;
+END
+$idem__check_interval$;
+
+CREATE FUNCTION idem__check_row_security() RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $idem__check_row_security$
+DECLARE
+    enabled boolean;
+    missing name;
+BEGIN
+    IF NOT EXISTS (SELECT FROM idempotency_row_security) THEN
+        RETURN;
+    END IF;
+    SELECT c.relrowsecurity INTO enabled FROM pg_catalog.pg_class c
+     WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass;
+    IF NOT enabled THEN
+        RAISE EXCEPTION USING ERRCODE = 'IK006',
+            MESSAGE = 'row level security of idempotency_keys is not in place',
+            DETAIL = 'Policies are recorded in idempotency_row_security, but row level security is disabled on idempotency_keys.',
+            HINT = 'As the table''s owner, run SELECT idem_restore_row_security(); or, to run without the policies, delete their rows from idempotency_row_security.';
+    END IF;
+    SELECT r.policy INTO missing FROM idempotency_row_security r
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_policy p
+                        WHERE p.polrelid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass
+                          AND p.polname OPERATOR(pg_catalog.=) r.policy)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'IK006',
+            MESSAGE = 'row level security of idempotency_keys is not in place',
+            DETAIL = pg_catalog.format('Policy "%s" is recorded in idempotency_row_security but missing from idempotency_keys.', missing),
+            HINT = 'As the table''s owner, run SELECT idem_restore_row_security(); or, to run without the policies, delete their rows from idempotency_row_security.';
+    END IF;
+END
+$idem__check_row_security$;
+
+CREATE FUNCTION idem__key_lock_secret(scope text) RETURNS bytea
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $idem__key_lock_secret$
+DECLARE
+    s bytea;
+BEGIN
+    IF scope IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'idempotency scope must not be null';
+    END IF;
+    IF (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
+         WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass)
+       AND NOT EXISTS (SELECT FROM idempotency_keys k
+                        WHERE k.scope OPERATOR(pg_catalog.=) idem__key_lock_secret.scope
+                          AND k.key OPERATOR(pg_catalog.=)
+                              (E'\x01lock ' OPERATOR(pg_catalog.||) pg_catalog.pg_current_xact_id()::text)) THEN
+        RAISE EXCEPTION USING ERRCODE = '42501',
+            MESSAGE = 'permission denied for the key locks of this scope',
+            HINT = 'Key locks are taken by the key functions.';
+    END IF;
+    SELECT t.secret INTO STRICT s FROM idempotency_key_lock_secret t;
+    RETURN pg_catalog.sha256(s OPERATOR(pg_catalog.||)
+                             pg_catalog.int4send(pg_catalog.octet_length(scope)) OPERATOR(pg_catalog.||)
+                             pg_catalog.convert_to(scope, pg_catalog.getdatabaseencoding()));
+END
+$idem__key_lock_secret$;
+
+CREATE FUNCTION idem__key_lock_id(scope text, key text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $idem__key_lock_id$
+DECLARE
+    k bytea;
+BEGIN
+    IF pg_catalog.row_security_active('idempotency_keys'::pg_catalog.regclass) THEN
+        /*
+         * The probe: the caller's policies must let it insert into the
+         * scope (42501 otherwise, as the C build's policy check before the
+         * lock), and its row proves so to idem__key_lock_secret; rolled back.
+         * Its key holds a control character, which no key may: it cannot
+         * meet another writer's row, so it never waits.
+         */
+        BEGIN
+            INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+            VALUES (scope, E'\x01lock ' OPERATOR(pg_catalog.||) pg_catalog.pg_current_xact_id()::text,
+                    'processing', 0, pg_catalog.now(), pg_catalog.now(), pg_catalog.now());
+            k := idem__key_lock_secret(scope);
+            RAISE EXCEPTION USING ERRCODE = 'IKP01', MESSAGE = 'key lock probe';
+        EXCEPTION WHEN SQLSTATE 'IKP01' THEN
+            NULL;
+        END;
+    ELSE
+        k := idem__key_lock_secret(scope);
+    END IF;
+    RETURN ('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(k OPERATOR(pg_catalog.||)
+               pg_catalog.convert_to(key, pg_catalog.getdatabaseencoding())), 1, 8), 'hex'))::bit(64)::bigint;
+END
+$idem__key_lock_id$;
+
+CREATE FUNCTION idem__key_locks_held() RETURNS integer
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $idem__key_locks_held$
+SELECT COALESCE(pg_catalog.array_length(pg_catalog.string_to_array(
+           NULLIF(pg_catalog.current_setting('idempotency_edition.key_locks', true), ''), ','), 1), 0)
+$idem__key_locks_held$;
+
+CREATE FUNCTION idem__lock_key(scope text, key text, wait boolean) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $idem__lock_key$
+DECLARE
+    id bigint;
+    held text := COALESCE(pg_catalog.current_setting('idempotency_edition.key_locks', true), '');
+    n integer;
+BEGIN
+    id := idem__key_lock_id(scope, key);
+    IF pg_catalog.strpos(',' OPERATOR(pg_catalog.||) held OPERATOR(pg_catalog.||) ',',
+                         ',' OPERATOR(pg_catalog.||) id::text OPERATOR(pg_catalog.||) ',') OPERATOR(pg_catalog.>) 0 THEN
+        RETURN true;
+    END IF;
+    n := CASE WHEN held OPERATOR(pg_catalog.=) '' THEN 0
+              ELSE pg_catalog.array_length(pg_catalog.string_to_array(held, ','), 1) END;
+    IF n OPERATOR(pg_catalog.>=) 64 THEN
+        IF wait THEN
+            RETURN true;
+        END IF;
+        /* only test it: a session lock of the same tag, let go at once */
+        IF pg_catalog.pg_try_advisory_lock(id) THEN
+            PERFORM pg_catalog.pg_advisory_unlock(id);
+            RETURN true;
+        END IF;
+        RETURN false;
+    END IF;
+    IF wait THEN
+        PERFORM pg_catalog.pg_advisory_xact_lock(id);
+    ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(id) THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_catalog.set_config('idempotency_edition.key_locks',
+        CASE WHEN held OPERATOR(pg_catalog.=) '' THEN id::text
+             ELSE held OPERATOR(pg_catalog.||) ',' OPERATOR(pg_catalog.||) id::text END, true);
+    RETURN true;
+END
+$idem__lock_key$;
+
+CREATE FUNCTION idem__restamp(scope text, keys text[], tokens bigint[], stamped timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $idem__restamp$
+DECLARE
+    now_ts timestamptz := pg_catalog.clock_timestamp();
+    n bigint;
+BEGIN
+    IF now_ts OPERATOR(pg_catalog.-) stamped OPERATOR(pg_catalog.<=) '10 ms'::interval THEN
+        RETURN false;
+    END IF;
+    UPDATE idempotency_keys AS k
+       SET locked_until = CASE WHEN k.locked_until IN ('infinity', '-infinity') THEN k.locked_until
+                               ELSE k.locked_until OPERATOR(pg_catalog.+) (now_ts OPERATOR(pg_catalog.-) k.updated_at) END,
+           expires_at = CASE WHEN k.expires_at IN ('infinity', '-infinity') THEN k.expires_at
+                             ELSE k.expires_at OPERATOR(pg_catalog.+) (now_ts OPERATOR(pg_catalog.-) k.updated_at) END,
+           due_at = CASE WHEN k.due_at IN ('infinity', '-infinity') THEN k.due_at
+                         ELSE k.due_at OPERATOR(pg_catalog.+) (now_ts OPERATOR(pg_catalog.-) k.updated_at) END,
+           created_at = CASE WHEN k.created_at OPERATOR(pg_catalog.=) k.updated_at THEN now_ts ELSE k.created_at END,
+           updated_at = now_ts
+     WHERE k.scope OPERATOR(pg_catalog.=) idem__restamp.scope
+       AND k.key OPERATOR(pg_catalog.=) ANY (keys)
+       AND k.token OPERATOR(pg_catalog.=) ANY (tokens);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n OPERATOR(pg_catalog.=) 0 THEN
+        RAISE EXCEPTION 'could not move the idempotency key rows forward after a wait';
+    END IF;
+    RETURN true;
+END
+$idem__restamp$;
+
+REVOKE ALL ON FUNCTION idem__int_setting(text, integer, integer, integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__lease() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__retention() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__max_key_length() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__max_attempts() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__await_result() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__stale_reclaim() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__check_key(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__check_interval(interval, text, timestamptz, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__check_row_security() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__key_lock_secret(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__key_lock_id(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__key_locks_held() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__lock_key(text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__restamp(text, text[], bigint[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem__int_setting(text, integer, integer, integer, text) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__lease() TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__retention() TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__max_key_length() TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__max_attempts() TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__await_result() TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__stale_reclaim() TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__check_key(text, text) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__check_interval(interval, text, timestamptz, text, text) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__check_row_security() TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__key_lock_secret(text) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__key_lock_id(text, text) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__key_locks_held() TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__lock_key(text, text, boolean) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__restamp(text, text[], bigint[], timestamptz) TO idempotency_app;

@@ -1,0 +1,285 @@
+/*
+ * idem_claim(): claim an idempotency key or report what is already there,
+ * as the C build's src/claim.c (read it for the why of each step).  Each
+ * round reads the key's row, decides (new, replay, in_progress, reclaimed,
+ * stale, a takeover past max_attempts that makes the key final, or IK001),
+ * and a write guarded by the token read starts a new round when the row
+ * changed meanwhile.  Before it writes, a claim takes the key's lock
+ * (idem__lock_key: with wait => false only tries it), and with wait =>
+ * false locks a committed row it updates with SKIP LOCKED: so wait => false
+ * never waits for a lock, nor needs a subtransaction (but under row level
+ * security, idem__key_lock_id's policy probe).  The times written count
+ * from clock_timestamp() taken after the locks; a write that waited after
+ * that (an INSERT meeting another writer's row, which only a writer that
+ * took no key lock leaves) is moved forward at the end (idem__restamp).
+ * await_result polls the row every 10 ms, holding nothing, in READ
+ * COMMITTED only, before the claim proper.
+ */
+CREATE FUNCTION idem_claim(
+    key text,
+    request jsonb DEFAULT NULL,
+    scope text DEFAULT '',
+    lease interval DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    wait boolean DEFAULT true,
+    await_result interval DEFAULT NULL,
+    max_attempts integer DEFAULT NULL,
+    OUT outcome text,
+    OUT token bigint,
+    OUT status idempotency_status,
+    OUT response_code integer,
+    OUT response jsonb,
+    OUT retry_after interval,
+    OUT recovery_point text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path FROM CURRENT
+AS $idem_claim$
+DECLARE
+    v_key constant text := key;
+    v_scope constant text := scope;
+    v_lease interval;
+    v_retention interval;
+    v_max integer;
+    v_await interval;
+    usecs numeric;
+    hash bytea;
+    reclaim boolean;
+    r record;
+    found_row boolean;
+    now_ts timestamptz;
+    stamp timestamptz;
+    lease_end timestamptz;
+    deadline timestamptz;
+    act text;
+    busy boolean;
+    new_token bigint;
+    w_token bigint;
+    w_status idempotency_status;
+    exhausted jsonb;
+    round integer := 0;
+BEGIN
+    PERFORM idem__check_key(v_key, v_scope);
+    v_lease := COALESCE(lease, idem__lease());
+    v_retention := COALESCE(retention, idem__retention());
+    now_ts := pg_catalog.clock_timestamp();
+    PERFORM idem__check_interval(v_lease, 'lease', now_ts, v_key, v_scope);
+    PERFORM idem__check_interval(v_retention, 'retention', now_ts OPERATOR(pg_catalog.+) v_lease, v_key, v_scope);
+    v_max := idem__max_attempts();
+    v_await := idem__await_result();
+    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+        RAISE EXCEPTION USING ERRCODE = '25006',
+            MESSAGE = 'cannot execute idem_claim() in a read-only transaction';
+    END IF;
+    IF wait IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'wait must not be null',
+            DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope);
+    END IF;
+    IF max_attempts IS NOT NULL THEN
+        IF max_attempts OPERATOR(pg_catalog.<) 0 THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'max_attempts must not be negative',
+                DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
+                HINT = '0 means no limit.';
+        END IF;
+        v_max := max_attempts;
+    END IF;
+    IF await_result IS NOT NULL THEN
+        /* as the C build counts it: a month 30 days, a day 24 hours */
+        usecs := (((EXTRACT(year FROM await_result) OPERATOR(pg_catalog.*) 12
+                    OPERATOR(pg_catalog.+) EXTRACT(month FROM await_result)) OPERATOR(pg_catalog.*) 30
+                   OPERATOR(pg_catalog.+) EXTRACT(day FROM await_result)) OPERATOR(pg_catalog.*) 86400000000)
+                 OPERATOR(pg_catalog.+) (EXTRACT(epoch FROM await_result OPERATOR(pg_catalog.-)
+                        pg_catalog.make_interval(
+                            months => (EXTRACT(year FROM await_result) OPERATOR(pg_catalog.*) 12
+                                       OPERATOR(pg_catalog.+) EXTRACT(month FROM await_result))::integer,
+                            days => EXTRACT(day FROM await_result)::integer)) OPERATOR(pg_catalog.*) 1000000);
+        IF usecs OPERATOR(pg_catalog.<) 0 THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'await_result must not be negative',
+                DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
+                HINT = 'Pass how long to wait for a claim in flight of the key, such as ''2 s''; 0 or NULL does not wait.';
+        END IF;
+        IF usecs OPERATOR(pg_catalog.>) 3600000000 THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'await_result is too long',
+                DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
+                HINT = 'The longest is 1 hour.';
+        END IF;
+        v_await := CASE WHEN usecs OPERATOR(pg_catalog.=) 0 THEN NULL ELSE await_result END;
+    END IF;
+    hash := CASE WHEN request IS NULL THEN NULL ELSE idem_request_hash(request) END;
+    PERFORM idem__check_row_security();
+
+    /* await_result: wait, holding nothing, for a claim in flight */
+    IF v_await IS NOT NULL
+       AND pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) 'read committed'
+       AND pg_catalog.pg_current_xact_id_if_assigned() IS NULL
+       AND idem__key_locks_held() OPERATOR(pg_catalog.=) 0 THEN
+        deadline := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) v_await;
+        LOOP
+            now_ts := pg_catalog.clock_timestamp();
+            SELECT k.* INTO r FROM idempotency_keys k
+             WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
+            EXIT WHEN NOT FOUND OR r.status OPERATOR(pg_catalog.<>) 'processing'
+                   OR r.locked_until IS NULL OR r.locked_until OPERATOR(pg_catalog.<=) now_ts
+                   OR r.expires_at OPERATOR(pg_catalog.<=) now_ts
+                   OR r.request_hash IS DISTINCT FROM hash
+                   OR now_ts OPERATOR(pg_catalog.>=) deadline;
+            PERFORM pg_catalog.pg_sleep(GREATEST(0.001, LEAST(0.01,
+                EXTRACT(epoch FROM LEAST(deadline, r.locked_until, r.expires_at) OPERATOR(pg_catalog.-) now_ts))));
+        END LOOP;
+    END IF;
+
+    reclaim := idem__stale_reclaim();
+    LOOP
+        IF round OPERATOR(pg_catalog.>=) 100 THEN
+            RAISE EXCEPTION USING ERRCODE = '40001',
+                MESSAGE = 'could not claim idempotency key: it kept changing',
+                DETAIL = pg_catalog.format('Key "%s" in scope "%s" changed %s times while it was being claimed.', v_key, v_scope, round),
+                HINT = 'Retry the transaction.';
+        END IF;
+        round := round OPERATOR(pg_catalog.+) 1;
+        now_ts := pg_catalog.clock_timestamp();
+        SELECT k.* INTO r FROM idempotency_keys k
+         WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
+        found_row := FOUND;
+
+        /* DecideClaim */
+        IF NOT found_row THEN
+            act := 'insert';
+        ELSIF r.expires_at OPERATOR(pg_catalog.<=) now_ts AND (reclaim OR r.status OPERATOR(pg_catalog.<>) 'processing') THEN
+            act := 'renew';
+        ELSIF r.request_hash IS DISTINCT FROM hash THEN
+            RAISE EXCEPTION USING ERRCODE = 'IK001',
+                MESSAGE = 'idempotency key was already used with a different request',
+                DETAIL = pg_catalog.format('Key "%s" in scope "%s" was first claimed with another request.', v_key, v_scope),
+                HINT = 'Send the original request again, or use a new key for a new request.';
+        ELSIF r.status OPERATOR(pg_catalog.=) 'completed' OR (r.status OPERATOR(pg_catalog.=) 'failed' AND NOT r.retryable) THEN
+            act := 'replay';
+        ELSIF r.status OPERATOR(pg_catalog.=) 'processing' AND r.locked_until OPERATOR(pg_catalog.>) now_ts THEN
+            act := 'in_progress';
+        ELSIF r.status OPERATOR(pg_catalog.=) 'processing' AND NOT reclaim THEN
+            act := 'stale';
+        ELSIF v_max OPERATOR(pg_catalog.>) 0 AND r.attempts OPERATOR(pg_catalog.>=) v_max THEN
+            act := 'exhaust';
+        ELSE
+            act := 'takeover';
+        END IF;
+
+        IF act IN ('replay', 'in_progress', 'stale') THEN
+            outcome := act;
+            status := r.status;
+            IF act OPERATOR(pg_catalog.=) 'replay' THEN
+                response_code := r.response_code;
+                response := r.response;
+            ELSIF act OPERATOR(pg_catalog.=) 'in_progress' THEN
+                retry_after := r.locked_until OPERATOR(pg_catalog.-) now_ts;
+            ELSE
+                recovery_point := r.recovery_point;
+            END IF;
+            RETURN;
+        END IF;
+
+        /* a write: the key's lock, and for an update with wait => false the row's (ClaimWrite) */
+        busy := NOT idem__lock_key(v_scope, v_key, wait);
+        IF NOT busy AND NOT wait AND act OPERATOR(pg_catalog.<>) 'insert' THEN
+            PERFORM FROM idempotency_keys k
+              WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+                FOR NO KEY UPDATE SKIP LOCKED;
+            busy := NOT FOUND;
+        END IF;
+        IF busy THEN
+            outcome := 'in_progress';
+            status := 'processing';
+            retry_after := '1 second'::interval;
+            RETURN;
+        END IF;
+
+        new_token := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
+        IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
+            RAISE EXCEPTION USING ERRCODE = '54000',
+                MESSAGE = 'idempotency_token_seq is exhausted on this node',
+                DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
+        END IF;
+        /* the write's times: after every lock and wait so far */
+        stamp := pg_catalog.clock_timestamp();
+        w_token := NULL;
+        IF act OPERATOR(pg_catalog.=) 'insert' THEN
+            lease_end := stamp OPERATOR(pg_catalog.+) v_lease;
+            INSERT INTO idempotency_keys AS k (scope, key, status, token, locked_until,
+                                               created_at, updated_at, expires_at, request_hash, due_at)
+            VALUES (v_scope, v_key, 'processing', new_token, lease_end,
+                    stamp, stamp, lease_end OPERATOR(pg_catalog.+) v_retention, hash, lease_end)
+            ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO NOTHING
+            RETURNING k.token, k.status INTO w_token, w_status;
+        ELSIF act OPERATOR(pg_catalog.=) 'renew' THEN
+            lease_end := stamp OPERATOR(pg_catalog.+) v_lease;
+            UPDATE idempotency_keys AS k
+               SET status = 'processing', token = new_token, locked_until = lease_end,
+                   expires_at = lease_end OPERATOR(pg_catalog.+) v_retention,
+                   due_at = lease_end, attempts = 1,
+                   created_at = stamp, updated_at = stamp, request_hash = hash, retryable = true,
+                   response_code = NULL, response = NULL, recovery_point = NULL
+             WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+               AND k.token OPERATOR(pg_catalog.=) r.token AND k.expires_at OPERATOR(pg_catalog.<=) stamp
+               AND (reclaim OR k.status OPERATOR(pg_catalog.<>) 'processing')
+            RETURNING k.token, k.status INTO w_token, w_status;
+        ELSIF act OPERATOR(pg_catalog.=) 'takeover' THEN
+            lease_end := stamp OPERATOR(pg_catalog.+) v_lease;
+            UPDATE idempotency_keys AS k
+               SET status = 'processing', token = new_token, locked_until = lease_end,
+                   expires_at = lease_end OPERATOR(pg_catalog.+) v_retention,
+                   due_at = lease_end, attempts = k.attempts OPERATOR(pg_catalog.+) 1,
+                   retryable = true, response_code = NULL, response = NULL, updated_at = stamp
+             WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+               AND k.token OPERATOR(pg_catalog.=) r.token AND k.expires_at OPERATOR(pg_catalog.>) stamp
+               AND ((k.status OPERATOR(pg_catalog.=) 'failed' AND k.retryable)
+                    OR (reclaim AND k.status OPERATOR(pg_catalog.=) 'processing'
+                        AND k.locked_until OPERATOR(pg_catalog.<=) stamp))
+            RETURNING k.token, k.status INTO w_token, w_status;
+        ELSE
+            /* exhaust: final, failed, not retryable, under a new token; no lease */
+            exhausted := pg_catalog.jsonb_build_object('error', 'attempts_exhausted',
+                             'attempts', r.attempts, 'max_attempts', v_max, 'last_response', r.response);
+            IF r.response IS NOT NULL AND NOT idem_row_storable(exhausted, NULL, NULL) THEN
+                exhausted := pg_catalog.jsonb_build_object('error', 'attempts_exhausted',
+                                 'attempts', r.attempts, 'max_attempts', v_max, 'last_response', NULL,
+                                 'last_response_omitted', 'too large to store inside this response');
+            END IF;
+            lease_end := stamp;
+            UPDATE idempotency_keys AS k
+               SET status = 'failed', retryable = false, token = new_token, locked_until = NULL,
+                   response = exhausted, updated_at = stamp,
+                   expires_at = stamp OPERATOR(pg_catalog.+) v_retention,
+                   due_at = stamp OPERATOR(pg_catalog.+) v_retention
+             WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+               AND k.token OPERATOR(pg_catalog.=) r.token AND k.expires_at OPERATOR(pg_catalog.>) stamp
+               AND ((k.status OPERATOR(pg_catalog.=) 'failed' AND k.retryable)
+                    OR (reclaim AND k.status OPERATOR(pg_catalog.=) 'processing'
+                        AND k.locked_until OPERATOR(pg_catalog.<=) stamp))
+               AND k.attempts OPERATOR(pg_catalog.>=) v_max
+            RETURNING k.token, k.status INTO w_token, w_status;
+        END IF;
+
+        IF w_token IS NOT NULL THEN
+            /* the write waited after its stamp (another writer's row): count from now */
+            PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[w_token], stamp);
+            IF act OPERATOR(pg_catalog.=) 'exhaust' THEN
+                outcome := 'replay';
+                status := 'failed';
+                response_code := r.response_code;
+                response := exhausted;
+            ELSE
+                outcome := CASE WHEN act OPERATOR(pg_catalog.=) 'takeover' THEN 'reclaimed' ELSE 'new' END;
+                token := w_token;
+                status := w_status;
+                IF act OPERATOR(pg_catalog.=) 'takeover' THEN
+                    recovery_point := r.recovery_point;
+                END IF;
+            END IF;
+            RETURN;
+        END IF;
+        /* else the row changed meanwhile: read it again */
+    END LOOP;
+END
+$idem_claim$;
+COMMENT ON FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer) IS
+    'Claims an idempotency key or reports what is there: outcome new, replay, in_progress, reclaimed or stale';
