@@ -1,0 +1,45 @@
+/*
+ * What calls the SQL edition's functions, after them (tables.sql has the
+ * tables): the CHECK of idempotency_keys (idem_row_storable), the trigger
+ * that puts restored row level security policies back, and the
+ * idempotency_stats view.  As the C build's 0.4.0 schema: the CHECK is the
+ * same table constraint, added here rather than in CREATE TABLE.
+ */
+ALTER TABLE idempotency_keys
+    ADD CONSTRAINT idempotency_keys_storable CHECK (idem_row_storable(response, recovery_point, request_hash));
+
+CREATE TRIGGER idempotency_row_security_restored
+    AFTER INSERT ON idempotency_row_security
+    FOR EACH STATEMENT EXECUTE FUNCTION idem_row_security_restored();
+
+CREATE VIEW idempotency_stats AS
+SELECT s.*,
+       (SELECT pg_catalog.count(*) FROM idempotency_keys k
+         WHERE k.status OPERATOR(pg_catalog.=) 'processing') AS processing_keys,
+       (SELECT pg_catalog.count(*) FROM idempotency_keys k
+         WHERE k.due_at OPERATOR(pg_catalog.<=) pg_catalog.now()
+           AND k.status OPERATOR(pg_catalog.=) 'processing'
+           AND k.locked_until OPERATOR(pg_catalog.<=) pg_catalog.now()) AS stale_processing_keys,
+       (SELECT pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.min(k.created_at) FROM idempotency_keys k
+         WHERE k.status OPERATOR(pg_catalog.=) 'processing') AS oldest_processing_age,
+       idem_table_bytes() AS table_bytes
+  FROM idem_stats() s;
+COMMENT ON VIEW idempotency_stats IS
+    'What the extension did in this database (counters since stats_reset) and the state of idempotency_keys now';
+
+/*
+ * The SQL edition only: the database's secret for key lock ids (common.sql,
+ * idem__key_lock_secret), 32 random bytes drawn at install.  No role but
+ * the owner may read it: a key lock id is a keyed hash of (scope, key)
+ * under it, so that no tenant can compute another scope's key lock ids.
+ */
+CREATE TABLE idempotency_key_lock_secret (
+    one    boolean PRIMARY KEY DEFAULT true CHECK (one),
+    secret bytea NOT NULL CHECK (pg_catalog.octet_length(secret) OPERATOR(pg_catalog.=) 32)
+);
+COMMENT ON TABLE idempotency_key_lock_secret IS
+    'SQL edition: the secret key lock ids are derived under; readable by its owner only';
+INSERT INTO idempotency_key_lock_secret (secret)
+SELECT pg_catalog.decode(pg_catalog.replace(pg_catalog.gen_random_uuid()::text OPERATOR(pg_catalog.||)
+                                            pg_catalog.gen_random_uuid()::text, '-', ''), 'hex');
+REVOKE ALL ON TABLE idempotency_key_lock_secret FROM PUBLIC;
