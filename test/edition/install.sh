@@ -82,7 +82,7 @@ got:  $got" ;;
 	esac
 }
 
-[ -f "$PLAIN" ] && [ -f "$TLE" ] || { notok "edition (no $PLAIN: make edition first)"; exit 1; }
+if [ ! -f "$PLAIN" ] || [ ! -f "$TLE" ]; then notok "edition (no $PLAIN: make edition first)"; exit 1; fi
 pkglib=$(pg_config --pkglibdir)
 sharedir=$(pg_config --sharedir)
 if [ -e "$sharedir/extension/idempotency.control" ] || [ -e "$pkglib/idempotency.so" ]; then

@@ -61,6 +61,7 @@ notok() { failed=1; echo "not ok $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed '
 listed=$(for t in $REGRESS no_preload; do echo "regress/$t"; done; for t in $ISOLATION; do echo "isolation/$t"; done)
 mk=$(make -s -C "$root" --no-print-directory PG_CONFIG="$PG_BIN/pg_config" -f Makefile -f - print-REGRESS print-ISOLATION \
 	<<<'print-%: ; @echo $($*)')
+# shellcheck disable=SC2046 # make prints names without spaces
 makefile_lists=$( (set -- $(sed -n 1p <<<"$mk"); for t; do echo "regress/$t"; done; echo regress/no_preload
 	set -- $(sed -n 2p <<<"$mk"); for t; do echo "isolation/$t"; done) | sort -u)
 ours=$( (printf '%s\n' "$listed"; printf '%s\n' "${!EXCLUDED[@]}") | sort -u)
