@@ -123,7 +123,37 @@ RETURNS bytea
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_request_hash$
+DECLARE
+    numbers jsonb := jsonb_path_query_array(request, 'strict $.** ? (@.type() == "number")');
+    x numeric;
+    doc text;
 BEGIN
+    /*
+     * The common case: every number plain (10^-32 <= |x| < 10^33, or 0) and
+     * with no trailing zeros: its jsonb text is its canonical text, and
+     * short.  (A number's display scale shows only in SQL: scale(); a
+     * loop over the numbers costs less than a query over them.)
+     */
+    FOR i IN 0 .. jsonb_array_length(numbers) - 1 LOOP
+        x := (numbers -> i)::numeric;
+        IF scale(x) <> min_scale(x) OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33)) THEN
+            RETURN sha256(convert_to(idem_hash_canonical(request), getdatabaseencoding()));
+        END IF;
+    END LOOP;
+    /*
+     * Then json_strip_nulls writes jsonb's text compact, re-escaping strings
+     * as jsonb does; it drops object members that are null, so those are
+     * made a number first that jsonb's text cannot hold outside a string
+     * (one with an exponent), and made null again after.  Inside strings
+     * the same text is replaced both ways, so it comes back as it was; if
+     * the stand-in occurs in the text already, idem_hash_canonical does it.
+     */
+    doc := request::text;
+    IF strpos(doc, '-0.0E-0') = 0 THEN
+        RETURN sha256(convert_to(replace(json_strip_nulls(replace(doc, '": null', '": -0.0E-0')::json)::text,
+                                         '-0.0E-0', 'null'),
+                                 getdatabaseencoding()));
+    END IF;
     RETURN sha256(convert_to(idem_hash_canonical(request), getdatabaseencoding()));
 END
 $idem_request_hash$;
