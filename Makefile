@@ -60,7 +60,7 @@ endif
 #                            (test/run.sh: one of the two at a time)
 #   make prove_installcheck  the TAP tests alone
 #                            (PROVE_TESTS=test/t/010_worker.pl: one)
-REGRESS = setup claim attempts batch record hash guc input expire expire_backlog stats execute execute_hostile key_locks \
+REGRESS = setup claim attempts batch record hash guc input expire expire_backlog stats execute execute_hostile key_locks owner \
 	attack_interval attack_execute attack_dump attack_lock_id plans large_response await
 ISOLATION = claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await \
 	claim_repeatable_read claim_serializable takeover execute execute_race \

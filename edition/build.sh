@@ -14,10 +14,9 @@
 #                                           pg_tle script as
 #                                           pgtle.install_update_path(...)
 # Sources, in the order they run: types.sql (roles, type, sequence),
-# tables.sql (tables, index: the functions' signatures name the row type),
-# functions/*.sql (by name), dependents.sql (what calls the functions: the
-# CHECK, the trigger, the view), privileges.sql; extension.sql only in the
-# extension script (pg_extension_config_dump).  Every function is created with
+# functions/*.sql (by name), tables.sql (tables, index, trigger, view: they
+# call functions), privileges.sql; extension.sql only in the extension
+# script (pg_extension_config_dump).  Every function is created with
 # SET search_path FROM CURRENT, and each script sets search_path first to
 # the schema it installs into and pg_temp, last: pg_catalog, not named, is
 # searched before both (PostgreSQL searches it first when the path does not
@@ -36,15 +35,13 @@ comment=$(sed -nE "s/^comment = '(.*)'$/\1/p" "$here/../idempotency.control")
 
 body() {
 	cat "$here/types.sql"
-	printf '\n'
-	cat "$here/tables.sql"
 	for f in "$here"/functions/*.sql; do
 		[ -e "$f" ] || continue
 		printf '\n'
 		cat "$f"
 	done
 	printf '\n'
-	cat "$here/dependents.sql"
+	cat "$here/tables.sql"
 	printf '\n'
 	cat "$here/privileges.sql"
 }

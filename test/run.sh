@@ -300,11 +300,14 @@ run_one_version()
 		IDEM_OLD_LIBRARY_PATH=$(chroot_old_libraries "$OLD_MAJOR")
 		export IDEM_OLD_LIBRARY_PATH
 	fi
+	local t0
 	for s in $suites; do
+		t0=$SECONDS
 		case $s in
 		valgrind | citus | http | package | bench | monitoring) run_target "$s" ;;
 		*) "suite_$s" ;;
 		esac
+		note "$s: $((SECONDS - t0)) s"
 	done
 	echo
 	echo "took $((SECONDS - START)) s"
