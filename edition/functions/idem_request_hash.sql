@@ -178,35 +178,73 @@ AS $idem_request_hash$
 DECLARE
     numbers jsonb := jsonb_path_query_array(request, 'strict $.** ? (@.type() == "number")');
     x numeric;
+    points integer := 0;
+    zeros text[] := '{}';           -- the first five of them
+    nzeros integer := 0;
+    form text;
     doc text;
+    canonical text;
 BEGIN
     /*
-     * The common case: every number plain (10^-32 <= |x| < 10^33, or 0) and
-     * with no trailing zeros: its jsonb text is its canonical text, and
-     * short.  (A number's display scale shows only in SQL: scale(); a
-     * loop over the numbers costs less than a query over them.)
+     * The common case: every number plain (10^-32 <= |x| < 10^33, or 0)
+     * with a display scale of at most 63, so that its jsonb text is short;
+     * those with trailing zeros are noted.  (A number's display scale
+     * shows only in SQL: scale(); a loop over the numbers costs less than
+     * a query over them.)
      */
     FOR i IN 0 .. jsonb_array_length(numbers) - 1 LOOP
         x := (numbers -> i)::numeric;
-        IF scale(x) <> min_scale(x) OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33)) THEN
+        IF scale(x) > 63 OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33)) THEN
             RETURN sha256(convert_to(idem_hash_canonical(request), getdatabaseencoding()));
         END IF;
+        IF scale(x) > 0 THEN
+            points := points + 1;
+            IF scale(x) <> min_scale(x) THEN
+                nzeros := nzeros + 1;
+                IF nzeros <= 5 THEN
+                    zeros[nzeros] := x::text;
+                END IF;
+            END IF;
+        END IF;
     END LOOP;
+    doc := request::text;
     /*
      * Then json_strip_nulls writes jsonb's text compact, re-escaping strings
      * as jsonb does; it drops object members that are null, so those are
      * made a number first that jsonb's text cannot hold outside a string
      * (one with an exponent), and made null again after.  Inside strings
-     * the same text is replaced both ways, so it comes back as it was; if
-     * the stand-in occurs in the text already, idem_hash_canonical does it.
+     * the same text is replaced both ways, so it comes back as it was.
+     * Trailing zeros are dropped from the numbers noted, when no string
+     * holds a point (every point in the text is a number's, so no string is
+     * touched): for a few, by their text followed by what can follow a
+     * number (a suffix of another number is its trailing zeros too);
+     * for more, by a regexp pass over the points.
      */
-    doc := request::text;
-    IF strpos(doc, '-0.0E-0') = 0 THEN
-        RETURN sha256(convert_to(replace(json_strip_nulls(replace(doc, '": null', '": -0.0E-0')::json)::text,
-                                         '-0.0E-0', 'null'),
-                                 getdatabaseencoding()));
+    IF strpos(doc, '-0.0E-0') = 0
+       AND (nzeros = 0 OR length(doc) - length(replace(doc, '.', '')) = points) THEN
+        canonical := replace(json_strip_nulls(replace(doc, '": null', '": -0.0E-0')::json)::text, '-0.0E-0', 'null');
+        IF nzeros > 4 THEN
+            canonical := regexp_replace(canonical, '(\.[0-9]*[1-9])0+(?![0-9])|\.0+(?![0-9])', '\1', 'g');
+        ELSE
+            FOREACH form IN ARRAY zeros LOOP
+                x := trim_scale(form::numeric);
+                canonical := replace(replace(replace(canonical, form || ',', x || ','), form || ']', x || ']'),
+                                     form || '}', x || '}');
+                IF canonical = form THEN
+                    canonical := x::text;
+                END IF;
+            END LOOP;
+        END IF;
+        RETURN sha256(convert_to(canonical, getdatabaseencoding()));
     END IF;
-    RETURN sha256(convert_to(idem_hash_canonical(request), getdatabaseencoding()));
+    /*
+     * Every number plain, but a string holds a point or the stand-in: one
+     * regexp pass over jsonb's text, strings kept as they are, the
+     * separators' spaces and the fractions' trailing zeros dropped.
+     */
+    RETURN sha256(convert_to(regexp_replace(doc, '("(?:[^"\\]|\\.)*")|([,:]) |(\.[0-9]*[1-9])0+(?![0-9])|\.0+(?![0-9])',
+                                            '\1\2\3', 'g'),
+                             getdatabaseencoding()));
 END
 $idem_request_hash$;
 COMMENT ON FUNCTION idem_request_hash(jsonb) IS
@@ -214,20 +252,24 @@ COMMENT ON FUNCTION idem_request_hash(jsonb) IS
 
 CREATE FUNCTION idem_request_hash(request bytea)
 RETURNS bytea
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_request_hash$
-SELECT sha256(request)
+BEGIN
+    RETURN sha256(request);
+END
 $idem_request_hash$;
 COMMENT ON FUNCTION idem_request_hash(bytea) IS
     'SHA-256 of the request bytes as given';
 
 CREATE FUNCTION idem_request_hash(request text)
 RETURNS bytea
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_request_hash$
-SELECT sha256(convert_to(request, getdatabaseencoding()))
+BEGIN
+    RETURN sha256(convert_to(request, getdatabaseencoding()));   -- its bytes as stored
+END
 $idem_request_hash$;
 COMMENT ON FUNCTION idem_request_hash(text) IS
     'SHA-256 of the request text as given (its bytes in the database encoding)';

@@ -138,6 +138,18 @@ FROM (SELECT to_jsonb(round(0::numeric, 16383)) UNION ALL
       SELECT (repeat('[', 2000) || '{"x, y": null}' || repeat(']', 2000))::jsonb UNION ALL
       SELECT jsonb_build_object('k', NULL, 'n', jsonb_build_array(NULL, '": null', '-0.0E-0')) UNION ALL
       SELECT jsonb_build_object('a', '-0.0E-0', 'b', NULL) UNION ALL
+      -- many fractions with trailing zeros, no point in any string
+      SELECT (SELECT jsonb_agg(CASE WHEN k % 5 = 0 THEN to_jsonb(round(k::numeric, i % 4))
+                                    WHEN k % 7 = 0 THEN jsonb_build_object('a', round((random() * 100)::numeric, 3), 'b', 'x, y: z')
+                                    ELSE to_jsonb(round((random() * 1000)::numeric, 1 + k % 4)) END)
+              FROM generate_series(1, 2 + i % 30) AS k)
+      FROM generate_series(1, 2000) AS i UNION ALL
+      -- strings holding a number's own text, and what may follow it
+      SELECT jsonb_build_object('n', x, 's', x::text || d, 'a', jsonb_build_array(d || x::text || d, x, 'x' || x::text),
+                                x::text || d, x, 'z', CASE WHEN i % 3 = 0 THEN NULL ELSE x END)
+      FROM generate_series(1, 3000) AS i,
+           LATERAL (SELECT round((random() * 1000)::numeric, 1 + i % 4) * (CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END)) AS r(x),
+           LATERAL (SELECT (ARRAY[',', ']', '}', '', ', ', '": null', '.'])[1 + i % 7]) AS s(d) UNION ALL
       SELECT to_jsonb(x) FROM generate_series(1, 40) AS i, generate_series(-41, 40) AS e,
                               LATERAL (VALUES ((i * 1234567 + i % 7)::numeric * power(10::numeric, e)),
                                               (-(i * 7654321)::numeric * power(10::numeric, e))) AS v(x)) AS t(d);
