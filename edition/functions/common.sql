@@ -416,11 +416,16 @@ AS $idem__key_lock_id$
 DECLARE
     k bytea;
 BEGIN
-    IF pg_catalog.row_security_active('idempotency_keys'::pg_catalog.regclass) THEN
+    IF (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
+         WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass) THEN
         /*
          * The probe: the caller's policies must let it insert into the
          * scope (42501 otherwise, as the C build's policy check before the
          * lock), and its row proves so to idem__key_lock_secret; rolled back.
+         * Whenever the table has row level security enabled, as
+         * idem__key_lock_secret asks (it runs as the owner and cannot tell
+         * whether the policies apply to its caller): a caller they do not
+         * apply to (the owner, a superuser, BYPASSRLS) inserts it anyway.
          * Its key holds a control character, which no key may: it cannot
          * meet another writer's row, so it never waits.
          */
