@@ -210,7 +210,7 @@ suite_docs()
 suite_edition()
 {
 	local bin out port dir=$WORK/edition line why="" build part
-	say "edition (the SQL edition: make edition; test/edition/install.sh, regress.sh, hash_corpus.sql)"
+	say "edition (the SQL edition: make edition; test/edition/install.sh, regress.sh, hash_corpus.sql, migrate.sh)"
 	if ! run_logged "$WORK/edition_build.log" "${MAKE_PG[@]}" edition; then
 		fail "edition/build (make edition)"
 		cat "$WORK/edition_build.log"
@@ -254,6 +254,15 @@ suite_edition()
 			fail "edition/$part (test/edition/$part.sh exited $out)"
 	done
 	edition_hash_corpus
+	# moving between the editions: the C build's server ($PG_BIN)
+	port=$(free_port 55550)
+	as_postgres mkdir -p "$dir/migrate"
+	run_logged "$WORK/edition_migrate.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+		bash "$WORK/test/edition/migrate.sh" "$PG_BIN" "$dir/migrate" "$port"
+	out=$?
+	edition_lines "$WORK/edition_migrate.log"
+	grep -q '^\(ok\|not ok\) ' "$WORK/edition_migrate.log" ||
+		fail "edition/migrate (test/edition/migrate.sh exited $out and ran nothing)"
 }
 
 # test/edition/hash_corpus.sql: the C build's idem_request_hash (public)
