@@ -29,9 +29,10 @@
  *   ends); a merely slow call moves its rows too (one write more a row, the
  *   same times).  A row made final by the attempts limit is not moved.
  * - The keys that have a row are found before the locks, and only the
- *   others are locked (the C build locks every key, then lets go of the
- *   locks of keys that had a row; PL/pgSQL cannot let go of a
- *   transaction-level advisory lock).
+ *   others are locked and given a token (the C build locks every key and
+ *   draws a token for each, then lets go of the locks of keys that had a
+ *   row; PL/pgSQL cannot let go of a transaction-level advisory lock): the
+ *   token values drawn differ, never their order or uniqueness.
  * - "mismatch" is decided on the row read just before that key's
  *   idem_claim; a row rewritten with another request by a transaction that
  *   commits between that read and idem_claim's fails the call with IK001
