@@ -19,8 +19,8 @@
  *	  json_strip_nulls (null members stood in for), trailing zeros dropped
  *	  from fractions when no string holds a point;
  *	- numbers plain, but a string holds a point (or the stand-in for null
- *	  members): one regexp pass over
- *	  jsonb's text (slower: PostgreSQL's regexps report submatches slowly);
+ *	  members): one regexp pass over jsonb's text (slower: PostgreSQL's
+ *	  regexps report submatches slowly);
  *	- a number not plain: idem_hash_canonical walks the document, printing
  *	  no number in full: 1e131000 is 131,001 characters as jsonb prints it,
  *	  and 0e-16383 16,385, for a few bytes stored (idem_hash_number).
