@@ -12,15 +12,28 @@
  * and the hash is SHA-256 of that text in the database encoding.  The bytea
  * and text variants hash the bytes as given.
  *
- * Two ways to the canonical text, the same text either way:
- *	- the common case: every number is plain (zero, or 10^-32 <= |n| < 10^33)
- *	  and has a display scale of at most 63, so jsonb's own text is short
- *	  (at most about 100 characters a number): one regexp pass over it drops
- *	  the separators' spaces outside strings and the trailing zeros of
- *	  fractions;
- *	- otherwise idem_hash_canonical walks the document, printing no number
- *	  in full: 1e131000 is 131,001 characters as jsonb prints it, and 0e-16383
- *	  16,385, for a few bytes stored (idem_hash_number).
+ * The canonical text is made one of three ways, the same text each way:
+ *	- the common case, every number plain (zero, or 10^-32 <= |n| < 10^33)
+ *	  with a display scale of at most 63, so that jsonb's own text is short
+ *	  (about 100 characters a number at most): jsonb's text made compact by
+ *	  json_strip_nulls (null members stood in for), trailing zeros dropped
+ *	  from fractions when no string holds a point;
+ *	- numbers plain, but a string holds a point (or the stand-in for null
+ *	  members): one regexp pass over jsonb's text (slower: PostgreSQL's
+ *	  regexps report submatches slowly);
+ *	- a number not plain: idem_hash_canonical walks the document, printing
+ *	  no number in full: 1e131000 is 131,001 characters as jsonb prints it,
+ *	  and 0e-16383 16,385, for a few bytes stored (idem_hash_number).
+ * Which way is chosen from the numbers' values and scale() (jsonpath sees
+ * no display scale), without printing any of them.
+ *
+ * Differences from the C build: the jsonpath that finds the numbers
+ * recurses (the C build's iterator does not), so a document nested deeper
+ * than about 10,000 levels (at max_stack_depth 2MB; jsonb's parser takes
+ * about 14,000) raises 54001 stack depth limit exceeded; and the walk
+ * copies each container it enters, so a deeply nested document with a
+ * number out of the plain range costs time in the product of its size and
+ * depth (10,000 levels: about 2 s).
  */
 
 /*

@@ -186,10 +186,11 @@ SELECT ed.idem_request_hash(NULL::jsonb) IS NULL AS null_jsonb, ed.idem_request_
 -- \u0000 is no jsonb text at all (neither build hashes it)
 SELECT '"\u0000"'::jsonb;
 
--- the same labels as the C functions
+-- the same labels, argument names and comments as the C functions
 SELECT pg_get_function_identity_arguments(p.oid) AS args, p.provolatile, p.proisstrict, p.proparallel, p.prosecdef,
        p.provolatile = c.provolatile AND p.proisstrict = c.proisstrict AND p.proparallel = c.proparallel
-       AND p.prosecdef = c.prosecdef AND p.prorettype = c.prorettype AS same_as_c
+       AND p.prosecdef = c.prosecdef AND p.prorettype = c.prorettype AND p.proargnames = c.proargnames
+       AND obj_description(p.oid, 'pg_proc') = obj_description(c.oid, 'pg_proc') AS same_as_c
 FROM pg_proc p JOIN pg_proc c ON c.proname = p.proname AND c.proargtypes = p.proargtypes
 WHERE p.proname = 'idem_request_hash' AND p.pronamespace = 'ed'::regnamespace
   AND c.pronamespace = 'public'::regnamespace
