@@ -106,10 +106,13 @@
  *     rolled-back subtransaction undoes with the locks it took.  But not
  *     always with the locks: a lock taken while a cursor opened before the
  *     subtransaction is fetched from belongs to the cursor's portal and
- *     outlives the subtransaction's rollback, the setting does not, so such
- *     a transaction can hold more than 64 (sql/key_locks.sql's cursor case;
- *     the C build tracks its locks itself).  No defence is lost by that:
- *     any role can take advisory locks with pg_advisory_lock directly.
+ *     outlives the subtransaction's rollback, the setting does not.  So
+ *     while a cursor is open (pg_cursors) the count is the backend's int8
+ *     advisory locks in pg_locks, when higher (the application's own count
+ *     too: the cap comes sooner, never later).  The C build lets go of the
+ *     locks a rolled-back subtransaction took even under a cursor; the
+ *     edition cannot (a transaction-level advisory lock is held to the
+ *     transaction's end): they count against the 64 until then.
  * idem__key_locks_held() RETURNS integer   how many key locks the transaction holds.
  *
  * idem__restamp(scope text, keys text[], tokens bigint[], stamped timestamptz) RETURNS boolean
@@ -485,6 +488,20 @@ BEGIN
     END IF;
     n := CASE WHEN held OPERATOR(pg_catalog.=) '' THEN 0
               ELSE pg_catalog.array_length(pg_catalog.string_to_array(held, ','), 1) END;
+    /*
+     * With a cursor open, locks taken while fetching from it in a
+     * subtransaction since rolled back are still held (the cursor's portal
+     * owns them) though the setting forgot them: count what the backend
+     * holds (its own int8 advisory locks too, which can only make the cap
+     * come sooner).  pg_cursors lists this session's cursors only.
+     */
+    IF n OPERATOR(pg_catalog.<) 64 AND EXISTS (SELECT FROM pg_catalog.pg_cursors) THEN
+        n := GREATEST(n, (SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks l
+                           WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+                             AND l.objsubid OPERATOR(pg_catalog.=) 1
+                             AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
+                             AND l.granted)::integer);
+    END IF;
     IF n OPERATOR(pg_catalog.>=) 64 THEN
         IF wait THEN
             RETURN true;
