@@ -9,7 +9,8 @@
  * (or one of its subtransactions still in force) wrote the key's row
  * version: its xmin is ours (_idem_record_mine).  The C build remembers
  * the claims the transaction made instead; the two differ only where the
- * transaction wrote the row by another call (see _idem_record_token).
+ * transaction wrote the row by another call, or in a subtransaction it
+ * rolled back (see _idem_record_token).
  * Each call is guarded by "token = $token AND the row is processing", so a
  * holder whose key was taken over changes nothing; only when that matches
  * no row is the row read again to say why (_idem_record_no_match): no such
@@ -111,13 +112,17 @@ $_idem_record_no_match$;
  * fails as the C build's does (IK004 without a row, else IK005).
  *
  * The C build instead lets NULL stand for the token of the transaction's
- * latest claim of the key, remembered in memory; so where this transaction
- * wrote the row otherwise, the two differ: after a heartbeat, checkpoint,
- * complete or fail with an explicit token of a key claimed by another
- * transaction, NULL passes here (C: IK005); after idem_resolve(.., 'fail')
- * of a key this transaction claimed, NULL means the resolve's token here
- * (so IK003; C: IK002); after a takeover in a subtransaction rolled back,
- * NULL is IK005 here (C: IK002, the rolled-back claim's token).
+ * latest claim of the key that wrote its row (new or reclaimed),
+ * remembered in memory for the whole transaction; so where this
+ * transaction wrote the row otherwise, the two differ:
+ *   - after a heartbeat, checkpoint, complete or fail with an explicit
+ *     token of a key another transaction claimed: NULL passes here (C: IK005);
+ *   - after a claim that made the key final (max_attempts: outcome replay,
+ *     no token returned): IK003 here (C: IK005);
+ *   - after idem_resolve(.., 'fail') of a key this transaction claimed:
+ *     NULL means the resolve's token here, so IK003 (C: IK002);
+ *   - after a takeover in a subtransaction rolled back: IK005 here (C:
+ *     IK002, the rolled-back claim's token is remembered).
  */
 CREATE FUNCTION _idem_record_token(fname text, key text, scope text)
 RETURNS bigint
@@ -142,14 +147,23 @@ $_idem_record_token$;
  * The C build's IdemCheckResponse: 54000 for a response whose text form
  * would be longer than 256 MB (a row pg_dump could not write), judged as
  * the table's CHECK judges it (idem_row_storable), before anything is
- * written.  The callers skip it for a response of at most 8192 bytes.
+ * written.  The callers skip it for a response of at most 8192 bytes that
+ * is not compressed.  A compressed one (read from a table) is judged by its
+ * size uncompressed, as the C build's toast_raw_datum_size: a copy of it
+ * (jsonb_path_query_first(.., '$') builds one, in linear time), since a
+ * few kB compressed can print as gigabytes.
  */
 CREATE FUNCTION _idem_record_check_response(response jsonb, key text, scope text) RETURNS void
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $_idem_record_check_response$
+DECLARE
+    whole jsonb := response;
 BEGIN
-    IF response IS NOT NULL AND NOT idem_row_storable(response, NULL, NULL) THEN
+    IF pg_catalog.pg_column_compression(whole) IS NOT NULL THEN
+        whole := pg_catalog.jsonb_path_query_first(whole, '$');
+    END IF;
+    IF whole IS NOT NULL AND NOT idem_row_storable(whole, NULL, NULL) THEN
         RAISE EXCEPTION USING ERRCODE = '54000',
             MESSAGE = 'response is too large to store',
             DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
@@ -187,7 +201,8 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = '25006',
             MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
     END IF;
-    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192 THEN
+    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+       OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
         PERFORM _idem_record_check_response(response, v_key, v_scope);
     END IF;
     PERFORM idem__check_row_security();

@@ -39,7 +39,7 @@ PLAIN=$root/edition/dist/idempotency-sql--$version.sql
 
 # The files that run against the edition, in the Makefile's order
 REGRESS="setup claim attempts batch record hash input expire expire_backlog execute execute_hostile
-key_locks attack_interval attack_execute attack_dump attack_lock_id plans large_response await"
+key_locks owner attack_interval attack_execute attack_dump attack_lock_id plans large_response await"
 ISOLATION="claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await
 claim_repeatable_read claim_serializable takeover execute execute_race attack_lock_squat attack_probe
 attack_savepoint_locks scope_policy_before_lock lease_after_wait row_type_change"
@@ -61,6 +61,7 @@ notok() { failed=1; echo "not ok $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed '
 listed=$(for t in $REGRESS no_preload; do echo "regress/$t"; done; for t in $ISOLATION; do echo "isolation/$t"; done)
 mk=$(make -s -C "$root" --no-print-directory PG_CONFIG="$PG_BIN/pg_config" -f Makefile -f - print-REGRESS print-ISOLATION \
 	<<<'print-%: ; @echo $($*)')
+# shellcheck disable=SC2046 # make prints names without spaces
 makefile_lists=$( (set -- $(sed -n 1p <<<"$mk"); for t; do echo "regress/$t"; done; echo regress/no_preload
 	set -- $(sed -n 2p <<<"$mk"); for t; do echo "isolation/$t"; done) | sort -u)
 ours=$( (printf '%s\n' "$listed"; printf '%s\n' "${!EXCLUDED[@]}") | sort -u)
