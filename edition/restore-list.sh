@@ -24,7 +24,7 @@ set -euo pipefail
 awk '
 function ours(name) {
 	# the name, then the owner (and the arguments of a function between them)
-	return name ~ /^(idempotency_keys|idempotency_row_security|idempotency_token_seq|idempotency_status|idempotency_stats|idempotency_key_lock_secret)( |$)/ ||
+	return name ~ /^(idempotency_keys|idempotency_row_security|idempotency_token_seq|idempotency_status|idempotency_stats|idempotency_key_lock_secret|idempotency_key_lock_proof)( |$)/ ||
 	       name ~ /^_?idem_[a-z0-9_]*\(/ || name ~ /^"?idempotency(\.control|--[0-9.-]+\.sql)"?\(/
 }
 { line[NR] = $0 }
@@ -62,7 +62,7 @@ END {
 				if (sub(/^(TABLE|VIEW|SEQUENCE|TYPE|FUNCTION|INDEX) [^ ]+ /, "", obj)) {
 					if (ours(obj) || rest ~ /^INDEX [^ ]+ idempotency_keys_/) drop = 1
 				} else if (sub(/^(CONSTRAINT|FK CONSTRAINT|TRIGGER|SEQUENCE OWNED BY) [^ ]+ /, "", obj)) {
-					if (obj ~ /^(idempotency_keys|idempotency_row_security|idempotency_key_lock_secret|idempotency_token_seq) /) drop = 1
+					if (obj ~ /^(idempotency_keys|idempotency_row_security|idempotency_key_lock_secret|idempotency_key_lock_proof|idempotency_token_seq) /) drop = 1
 				}
 			}
 		}

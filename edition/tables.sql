@@ -43,3 +43,20 @@ INSERT INTO idempotency_key_lock_secret (secret)
 SELECT pg_catalog.decode(pg_catalog.replace(pg_catalog.gen_random_uuid()::text OPERATOR(pg_catalog.||)
                                             pg_catalog.gen_random_uuid()::text, '-', ''), 'hex');
 REVOKE ALL ON TABLE idempotency_key_lock_secret FROM PUBLIC;
+
+/*
+ * The SQL edition only: proofs that a key-lock probe row passed its
+ * caller's policies (idem__key_lock_proved, idem__key_lock_secret).  Rows
+ * live only inside the probe's subtransaction, which always rolls back.
+ */
+CREATE UNLOGGED TABLE idempotency_key_lock_proof (
+    xid   xid8 NOT NULL,
+    scope text NOT NULL
+);
+COMMENT ON TABLE idempotency_key_lock_proof IS
+    'SQL edition: a key-lock probe''s proof that its caller may use the scope; never committed';
+REVOKE ALL ON TABLE idempotency_key_lock_proof FROM PUBLIC;
+CREATE TRIGGER idempotency_key_lock_probe
+    AFTER INSERT ON idempotency_keys
+    FOR EACH ROW WHEN (NEW.token OPERATOR(pg_catalog.=) 0 AND pg_catalog.starts_with(NEW.key, E'\x01lock '))
+    EXECUTE FUNCTION idem__key_lock_proved();

@@ -410,12 +410,18 @@ BEGIN
     IF scope IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'idempotency scope must not be null';
     END IF;
+    /*
+     * Under row level security, only for a scope the caller just proved it
+     * may insert into: its probe row's trigger (idem__key_lock_proved)
+     * wrote the proof, as the owner, into a table no one else can write.
+     * Not the probe row itself: under FORCE ROW LEVEL SECURITY the owner,
+     * whom this function runs as, may not see it.
+     */
     IF (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
          WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass)
-       AND NOT EXISTS (SELECT FROM idempotency_keys k
-                        WHERE k.scope OPERATOR(pg_catalog.=) idem__key_lock_secret.scope
-                          AND k.key OPERATOR(pg_catalog.=)
-                              (E'\x01lock ' OPERATOR(pg_catalog.||) pg_catalog.pg_current_xact_id()::text)) THEN
+       AND NOT EXISTS (SELECT FROM idempotency_key_lock_proof p
+                        WHERE p.xid OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()
+                          AND p.scope OPERATOR(pg_catalog.=) idem__key_lock_secret.scope) THEN
         RAISE EXCEPTION USING ERRCODE = '42501',
             MESSAGE = 'permission denied for the key locks of this scope',
             HINT = 'Key locks are taken by the key functions.';
@@ -426,6 +432,22 @@ BEGIN
                              pg_catalog.convert_to(scope, pg_catalog.getdatabaseencoding()));
 END
 $idem__key_lock_secret$;
+
+/*
+ * The trigger of a key-lock probe row (idem__key_lock_id): the row passed
+ * the caller's policies, so its scope is one the caller may use; recorded
+ * for idem__key_lock_secret in this (sub)transaction, rolled back with the
+ * probe.
+ */
+CREATE FUNCTION idem__key_lock_proved() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $idem__key_lock_proved$
+BEGIN
+    INSERT INTO idempotency_key_lock_proof (xid, scope) VALUES (pg_catalog.pg_current_xact_id(), NEW.scope);
+    RETURN NULL;
+END
+$idem__key_lock_proved$;
 
 CREATE FUNCTION idem__key_lock_id(scope text, key text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE
@@ -569,6 +591,7 @@ REVOKE ALL ON FUNCTION idem__check_key(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__check_interval(interval, text, timestamptz, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__check_row_security() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_lock_secret(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__key_lock_proved() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_lock_id(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_locks_held() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__lock_key(text, text, boolean) FROM PUBLIC;

@@ -1,0 +1,39 @@
+-- What the SQL edition does differently from the C build, row by row of
+-- docs/managed.md's "What differs" that no other test pins (the edition
+-- only: test/edition/regress.sh runs it after setup).
+\set SHOW_CONTEXT never
+\set VERBOSITY default
+-- counters: no shared memory, so as the C build without the preload
+SELECT claims_new, completes, stats_reset FROM idem_stats();
+SELECT count(*) AS databases FROM idem_stats_databases();
+SELECT idem_stats_reset();
+SELECT claims_new IS NULL AS no_counters, processing_keys, table_bytes > 0 AS has_size FROM idempotency_stats;
+-- Citus: refused
+SELECT idem_distribute();
+-- no lock guard: an application role can lock the table like any table it may write
+CREATE ROLE diff_app;
+GRANT idempotency_app TO diff_app;
+SET ROLE diff_app;
+BEGIN;
+LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE NOWAIT;
+SELECT mode FROM pg_locks WHERE relation = 'idempotency_keys'::regclass AND pid = pg_backend_pid() AND mode = 'AccessExclusiveLock';
+ROLLBACK;
+-- a NULL token: allowed where this transaction last wrote the key's row (the C build: IK005 here,
+-- the claim was made in another transaction)
+SELECT token AS t FROM idem_claim('diff-1', '{}') \gset
+BEGIN;
+SELECT idem_heartbeat('diff-1', '', :t) > now() AS renewed;
+SELECT idem_complete('diff-1', 200, '{"ok": true}');
+COMMIT;
+SELECT status FROM idem_lookup('diff-1');
+-- after idem_resolve(..., 'fail') in the claiming transaction: IK003 (the C build: IK002)
+RESET ROLE;
+BEGIN;
+SELECT outcome FROM idem_claim('diff-2', '{}');
+SELECT idem_resolve('diff-2', '', 'fail');
+\set VERBOSITY sqlstate
+SELECT idem_complete('diff-2', 200, '{}');
+\set VERBOSITY default
+ROLLBACK;
+DROP ROLE diff_app;
+DELETE FROM idempotency_keys WHERE key LIKE 'diff-%';
