@@ -42,7 +42,7 @@ END {
 				drop = 1
 			else if (rest ~ /^TABLE DATA /) {
 				split(rest, g, " ")
-				if (g[4] == "idempotency_key_lock_secret") drop = 1
+				if (g[4] == "idempotency_key_lock_secret" || g[4] == "idempotency_key_lock_proof") drop = 1
 				else if (g[4] == "idempotency_row_security" && policies) drop = 1
 			} else if (rest ~ /^SEQUENCE SET /) {
 				drop = 0

@@ -7,7 +7,7 @@
 SELECT claims_new, completes, stats_reset FROM idem_stats();
 SELECT count(*) AS databases FROM idem_stats_databases();
 SELECT idem_stats_reset();
-SELECT claims_new IS NULL AS no_counters, processing_keys, table_bytes > 0 AS has_size FROM idempotency_stats;
+SELECT claims_new IS NULL AS no_counters, processing_keys >= 0 AS counts_keys, table_bytes > 0 AS has_size FROM idempotency_stats;
 -- Citus: refused
 SELECT idem_distribute();
 -- no lock guard: an application role can lock the table like any table it may write
