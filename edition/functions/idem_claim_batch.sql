@@ -1,0 +1,318 @@
+/*
+ * idem_claim_batch(keys, requests, scope, lease, retention, wait,
+ * max_attempts): claim many keys of one scope in one call (src/batch.c).
+ * Each key gets the answer idem_claim would have given it, had the keys
+ * been claimed one by one in the order given; the answers come back in that
+ * order.  The claims run in the keys' byte order (equal keys in the order
+ * given), so two batches sharing keys take their key locks in one order and
+ * never deadlock on each other.
+ *
+ * Every key is checked before any is claimed (22004, 22023, 2202E, 54000,
+ * as the C build).  A key already used with another request answers
+ * outcome "mismatch" and its status instead of failing the call.
+ *
+ * With wait => true and no row level security applying to the caller, the
+ * keys without a row are written in one INSERT (the C build's
+ * InsertNewKeys): the lock of each such key in byte order, then the times
+ * (after the locks), then INSERT ... ON CONFLICT DO NOTHING of them all.
+ * Every other key goes through idem_claim (await_result 0: a batch does not
+ * wait for keys in flight).  The rows the call wrote are moved forward at
+ * its end when it may have waited after writing them (idem__restamp).
+ *
+ * Differences from the C build:
+ * - A wait is not measured (PL/pgSQL cannot see time asleep): the rows are
+ *   moved forward when the INSERT took longer than 10 ms plus 50 us a row,
+ *   or a later key's idem_claim longer than 10 ms.  A shorter wait is not
+ *   counted; a merely slow call moves its rows too (one write more, the
+ *   same times).  A row made final by the attempts limit is not moved.
+ * - The keys that have a row are found before the locks, and only the
+ *   others are locked (the C build locks every key, then lets go of the
+ *   locks of keys that had a row; PL/pgSQL cannot let go of a
+ *   transaction-level advisory lock).
+ * - "mismatch" is decided on the row read just before that key's
+ *   idem_claim; a row rewritten with another request by a transaction that
+ *   commits between that read and idem_claim's fails the call with IK001
+ *   (the C build answers mismatch).
+ * - The answer bound (54000 past 256 MB) counts each value at
+ *   pg_column_size (as held, possibly compressed), not decompressed.
+ */
+CREATE FUNCTION idem_claim_batch(
+    keys text[],
+    requests jsonb[] DEFAULT NULL,
+    scope text DEFAULT '',
+    lease interval DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    wait boolean DEFAULT true,
+    max_attempts integer DEFAULT NULL,
+    OUT key text,
+    OUT outcome text,
+    OUT token bigint,
+    OUT status idempotency_status,
+    OUT response_code integer,
+    OUT response jsonb,
+    OUT retry_after interval,
+    OUT recovery_point text)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 100
+SET search_path FROM CURRENT
+AS $idem_claim_batch$
+DECLARE
+    v_scope constant text := scope;
+    v_keys text[] := keys;
+    v_requests jsonb[] := requests;
+    n integer;
+    m integer;
+    hashes bytea[];
+    ord integer[];
+    i integer;
+    j integer;
+    k text;
+    v_lease interval;
+    v_retention interval;
+    now_ts timestamptz;
+    stamp timestamptz;
+    lease_end timestamptz;
+    reclaim boolean;
+    new_keys text[] := '{}';
+    new_tokens bigint[] := '{}';
+    new_hashes bytea[] := '{}';
+    t bigint;
+    inserted_key text;
+    inserted_token bigint;
+    done text[] := '{}';
+    done_tokens bigint[] := '{}';
+    written_keys text[] := '{}';
+    written_tokens bigint[] := '{}';
+    waited boolean := false;
+    began timestamptz;
+    r record;
+    c record;
+    res_outcome text[];
+    res_token bigint[];
+    res_status idempotency_status[];
+    res_code integer[];
+    res_response jsonb[];
+    res_retry interval[];
+    res_rp text[];
+    answer_bytes bigint := 0;
+    sorted_tokens bigint[];
+BEGIN
+    /* the arguments, in the C build's order */
+    IF v_scope IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'idempotency scope must not be null',
+            HINT = 'The default scope is the empty string.';
+    END IF;
+    PERFORM idem__check_key('k', v_scope);
+    IF wait IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'wait must not be null';
+    END IF;
+    IF v_keys IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'keys must not be null';
+    END IF;
+    IF pg_catalog.array_ndims(v_keys) OPERATOR(pg_catalog.>) 1 THEN
+        RAISE EXCEPTION USING ERRCODE = '2202E', MESSAGE = 'keys must be a one-dimensional array';
+    END IF;
+    n := pg_catalog.cardinality(v_keys);
+    IF n OPERATOR(pg_catalog.>) 10000 THEN
+        RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'a batch holds at most 10000 keys',
+            DETAIL = pg_catalog.format('keys has %s elements.', n),
+            HINT = 'Split the keys into several batches.';
+    END IF;
+    IF n OPERATOR(pg_catalog.>) 0 AND pg_catalog.array_lower(v_keys, 1) OPERATOR(pg_catalog.<>) 1 THEN
+        v_keys := ARRAY(SELECT pg_catalog.unnest(v_keys));
+    END IF;
+    IF v_requests IS NOT NULL THEN
+        IF pg_catalog.array_ndims(v_requests) OPERATOR(pg_catalog.>) 1 THEN
+            RAISE EXCEPTION USING ERRCODE = '2202E', MESSAGE = 'requests must be a one-dimensional array';
+        END IF;
+        m := pg_catalog.cardinality(v_requests);
+        IF m OPERATOR(pg_catalog.>) 10000 THEN
+            RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'a batch holds at most 10000 keys',
+                DETAIL = pg_catalog.format('requests has %s elements.', m),
+                HINT = 'Split the keys into several batches.';
+        END IF;
+        IF m OPERATOR(pg_catalog.<>) n THEN
+            RAISE EXCEPTION USING ERRCODE = '2202E', MESSAGE = 'requests must have one element per key',
+                DETAIL = pg_catalog.format('%s keys, %s requests.', n, m),
+                HINT = 'Pass NULL for the keys without a request, or leave requests out.';
+        END IF;
+        IF m OPERATOR(pg_catalog.>) 0 AND pg_catalog.array_lower(v_requests, 1) OPERATOR(pg_catalog.<>) 1 THEN
+            v_requests := ARRAY(SELECT pg_catalog.unnest(v_requests));
+        END IF;
+    END IF;
+    hashes := pg_catalog.array_fill(NULL::bytea, ARRAY[n]);
+    FOR i IN 1 .. n LOOP
+        IF v_keys[i] IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'idempotency key must not be null';
+        END IF;
+        PERFORM idem__check_key(v_keys[i], v_scope);
+        IF v_requests IS NOT NULL AND v_requests[i] IS NOT NULL THEN
+            hashes[i] := idem_request_hash(v_requests[i]);
+        END IF;
+    END LOOP;
+    IF n OPERATOR(pg_catalog.=) 0 THEN
+        RETURN;
+    END IF;
+
+    /* the arguments every claim shares, named by the first key (IdemClaimArgsInit) */
+    v_lease := COALESCE(lease, idem__lease());
+    v_retention := COALESCE(retention, idem__retention());
+    now_ts := pg_catalog.clock_timestamp();
+    PERFORM idem__check_interval(v_lease, 'lease', now_ts, v_keys[1], v_scope);
+    PERFORM idem__check_interval(v_retention, 'retention', now_ts OPERATOR(pg_catalog.+) v_lease, v_keys[1], v_scope);
+    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+        RAISE EXCEPTION USING ERRCODE = '25006',
+            MESSAGE = 'cannot execute idem_claim_batch() in a read-only transaction';
+    END IF;
+    IF max_attempts OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'max_attempts must not be negative',
+            DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_keys[1], v_scope),
+            HINT = '0 means no limit.';
+    END IF;
+    PERFORM idem__check_row_security();
+    reclaim := idem__stale_reclaim();
+
+    /* the keys in byte order, equal keys in the order given */
+    SELECT pg_catalog.array_agg(s.i ORDER BY v_keys[s.i] COLLATE "C", s.i) INTO ord
+      FROM pg_catalog.generate_series(1, n) AS s(i);
+
+    res_outcome := pg_catalog.array_fill(NULL::text, ARRAY[n]);
+    res_token := pg_catalog.array_fill(NULL::bigint, ARRAY[n]);
+    res_status := pg_catalog.array_fill(NULL::idempotency_status, ARRAY[n]);
+    res_code := pg_catalog.array_fill(NULL::integer, ARRAY[n]);
+    res_response := pg_catalog.array_fill(NULL::jsonb, ARRAY[n]);
+    res_retry := pg_catalog.array_fill(NULL::interval, ARRAY[n]);
+    res_rp := pg_catalog.array_fill(NULL::text, ARRAY[n]);
+
+    /*
+     * The new keys in one statement (InsertNewKeys): only with wait => true
+     * and without row level security (under it each key goes through
+     * idem_claim, which refuses a scope the caller may not use before it
+     * takes any key's lock).
+     */
+    IF wait AND NOT pg_catalog.row_security_active('idempotency_keys'::pg_catalog.regclass) THEN
+        FOR i IN 1 .. n LOOP
+            j := ord[i];
+            k := v_keys[j];
+            CONTINUE WHEN i OPERATOR(pg_catalog.>) 1 AND k OPERATOR(pg_catalog.=) v_keys[ord[i OPERATOR(pg_catalog.-) 1]];
+            new_keys := new_keys OPERATOR(pg_catalog.||) k;
+            new_hashes := new_hashes OPERATOR(pg_catalog.||) hashes[j];
+        END LOOP;
+        /* the keys that have a row are left to idem_claim, unlocked */
+        SELECT COALESCE(pg_catalog.array_agg(u.k ORDER BY u.o), '{}'), COALESCE(pg_catalog.array_agg(u.h ORDER BY u.o), '{}')
+          INTO new_keys, new_hashes
+          FROM ROWS FROM (pg_catalog.unnest(new_keys), pg_catalog.unnest(new_hashes)) WITH ORDINALITY AS u(k, h, o)
+         WHERE NOT EXISTS (SELECT FROM idempotency_keys x
+                            WHERE x.scope OPERATOR(pg_catalog.=) v_scope AND x.key OPERATOR(pg_catalog.=) u.k);
+        IF pg_catalog.cardinality(new_keys) OPERATOR(pg_catalog.>) 0 THEN
+            FOREACH k IN ARRAY new_keys LOOP
+                PERFORM idem__lock_key(v_scope, k, true);
+                t := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
+                IF t OPERATOR(pg_catalog.<=) 0 OR t OPERATOR(pg_catalog.>=) 281474976710656 THEN
+                    RAISE EXCEPTION USING ERRCODE = '54000',
+                        MESSAGE = 'idempotency_token_seq is exhausted on this node',
+                        DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, t);
+                END IF;
+                new_tokens := new_tokens OPERATOR(pg_catalog.||) t;
+            END LOOP;
+            /* the times, after the locks */
+            stamp := pg_catalog.clock_timestamp();
+            lease_end := stamp OPERATOR(pg_catalog.+) v_lease;
+            FOR inserted_key, inserted_token IN
+                INSERT INTO idempotency_keys AS x (scope, key, status, token, locked_until,
+                                                   created_at, updated_at, expires_at, request_hash, due_at)
+                SELECT v_scope, u.k, 'processing', u.t, lease_end, stamp, stamp,
+                       lease_end OPERATOR(pg_catalog.+) v_retention, u.h, lease_end
+                  FROM ROWS FROM (pg_catalog.unnest(new_keys), pg_catalog.unnest(new_tokens), pg_catalog.unnest(new_hashes)) AS u(k, t, h)
+                ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO NOTHING
+                RETURNING x.key, x.token
+            LOOP
+                done := done OPERATOR(pg_catalog.||) inserted_key;
+                done_tokens := done_tokens OPERATOR(pg_catalog.||) inserted_token;
+            END LOOP;
+            written_keys := done;
+            written_tokens := done_tokens;
+            /* each key's token, in byte order, where the INSERT wrote it */
+            SELECT pg_catalog.array_agg(d.t ORDER BY s.i) INTO sorted_tokens
+              FROM pg_catalog.generate_series(1, n) AS s(i)
+              LEFT JOIN ROWS FROM (pg_catalog.unnest(done), pg_catalog.unnest(done_tokens)) AS d(k, t)
+                ON d.k OPERATOR(pg_catalog.=) v_keys[ord[s.i]];
+            /* an INSERT slower than its work: it may have waited for another writer's row */
+            waited := (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp)
+                      OPERATOR(pg_catalog.>) ('10 ms'::interval
+                         OPERATOR(pg_catalog.+) ('50 us'::interval OPERATOR(pg_catalog.*) pg_catalog.cardinality(new_keys)));
+        END IF;
+    END IF;
+
+    FOR i IN 1 .. n LOOP
+        j := ord[i];
+        k := v_keys[j];
+        IF sorted_tokens[i] IS NOT NULL
+           AND NOT (i OPERATOR(pg_catalog.>) 1 AND k OPERATOR(pg_catalog.=) v_keys[ord[i OPERATOR(pg_catalog.-) 1]]) THEN
+            /* written by the INSERT (the first of equal keys): new */
+            res_outcome[j] := 'new';
+            res_token[j] := sorted_tokens[i];
+            res_status[j] := 'processing';
+        ELSE
+            /* a request other than the row's: mismatch, answered (DecideClaim's order) */
+            SELECT x.status, x.expires_at, x.request_hash INTO r FROM idempotency_keys x
+             WHERE x.scope OPERATOR(pg_catalog.=) v_scope AND x.key OPERATOR(pg_catalog.=) k;
+            IF FOUND
+               AND NOT (r.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()
+                        AND (reclaim OR r.status OPERATOR(pg_catalog.<>) 'processing'))
+               AND r.request_hash IS DISTINCT FROM hashes[j] THEN
+                res_outcome[j] := 'mismatch';
+                res_status[j] := r.status;
+            ELSE
+                began := pg_catalog.clock_timestamp();
+                SELECT * INTO c FROM idem_claim(k, v_requests[j], v_scope, v_lease, v_retention, wait,
+                                                '0'::interval, max_attempts);
+                IF (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) began) OPERATOR(pg_catalog.>) '10 ms'::interval THEN
+                    waited := true;		/* it may have waited: the rows written before it move */
+                END IF;
+                res_outcome[j] := c.outcome;
+                res_token[j] := c.token;
+                res_status[j] := c.status;
+                res_code[j] := c.response_code;
+                res_response[j] := c.response;
+                res_retry[j] := c.retry_after;
+                res_rp[j] := c.recovery_point;
+                IF c.token IS NOT NULL THEN
+                    written_keys := written_keys OPERATOR(pg_catalog.||) k;
+                    written_tokens := written_tokens OPERATOR(pg_catalog.||) c.token;
+                END IF;
+            END IF;
+        END IF;
+        /* the answers kept until the last key, bounded (BATCH_MAX_ANSWER_BYTES) */
+        answer_bytes := answer_bytes OPERATOR(pg_catalog.+) 64
+            OPERATOR(pg_catalog.+) pg_catalog.octet_length(k)
+            OPERATOR(pg_catalog.+) COALESCE(pg_catalog.pg_column_size(res_response[j]), 0)
+            OPERATOR(pg_catalog.+) COALESCE(pg_catalog.pg_column_size(res_rp[j]), 0);
+        IF answer_bytes OPERATOR(pg_catalog.>) 268435456 THEN
+            RAISE EXCEPTION USING ERRCODE = '54000',
+                MESSAGE = 'the stored responses and recovery points of the batch''s keys are too large to answer in one call',
+                DETAIL = 'A batch answers with at most 256 MB, counting each stored response and recovery point at its full (decompressed) size.',
+                HINT = 'Claim these keys in smaller batches, or one by one.';
+        END IF;
+    END LOOP;
+
+    /* every lease written counts from after the batch's last wait */
+    IF waited AND pg_catalog.cardinality(written_keys) OPERATOR(pg_catalog.>) 0 THEN
+        PERFORM idem__restamp(v_scope, written_keys, written_tokens, 'epoch'::timestamptz);
+    END IF;
+
+    FOR i IN 1 .. n LOOP
+        key := v_keys[i];
+        outcome := res_outcome[i];
+        token := res_token[i];
+        status := res_status[i];
+        response_code := res_code[i];
+        response := res_response[i];
+        retry_after := res_retry[i];
+        recovery_point := res_rp[i];
+        RETURN NEXT;
+    END LOOP;
+END
+$idem_claim_batch$;
+COMMENT ON FUNCTION idem_claim_batch(text[], jsonb[], text, interval, interval, boolean, integer) IS
+    'Claims many keys of one scope: a row per key, in the order given, as idem_claim would answer each; outcome mismatch for a key used with another request';

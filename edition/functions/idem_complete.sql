@@ -1,0 +1,262 @@
+/*
+ * What a holder does with its claim (idem_complete here; idem_fail,
+ * idem_heartbeat, idem_release, idem_checkpoint and the operator's
+ * idem_resolve in their files), as the C build's src/record.c, and the
+ * helpers they share (_idem_record_*).
+ *
+ * A holder proves itself with the fencing token its claim returned.  A
+ * NULL token stands for the key's current token when this transaction
+ * (or one of its subtransactions still in force) wrote the key's row
+ * version: its xmin is ours (_idem_record_mine).  The C build remembers
+ * the claims the transaction made instead; the two differ only where the
+ * transaction wrote the row by another call (see _idem_record_token).
+ * Each call is guarded by "token = $token AND the row is processing", so a
+ * holder whose key was taken over changes nothing; only when that matches
+ * no row is the row read again to say why (_idem_record_no_match): no such
+ * key (IK004), no token (IK005), another token (IK002), not processing
+ * (IK003), in that order.  A call that writes a lease or an expiry first
+ * locks the row (FOR NO KEY UPDATE: what its UPDATE would wait for), then
+ * takes clock_timestamp(), then writes: its times count from after its
+ * last wait, as the C build's stamp makes them.
+ */
+
+/*
+ * Is the transaction id x (a row version's xmin, of a version visible to
+ * the caller's snapshot) this transaction's or one of its live
+ * subtransactions'?  Such ids are at or after the top-level id, within
+ * 2^31 of it; a visible version whose xmin is still in progress can only
+ * be the transaction's own (another's uncommitted write is invisible).
+ */
+CREATE FUNCTION _idem_record_mine(x xid) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $_idem_record_mine$
+DECLARE
+    top xid8 := pg_catalog.pg_current_xact_id_if_assigned();
+    top_n bigint;
+    diff bigint;
+BEGIN
+    IF top IS NULL OR x IS NULL THEN
+        RETURN false;           /* nothing written: no row version is ours */
+    END IF;
+    IF x OPERATOR(pg_catalog.=) pg_catalog.xid(top) THEN
+        RETURN true;
+    END IF;
+    top_n := top::text::bigint;
+    diff := (x::text::bigint OPERATOR(pg_catalog.-) (top_n OPERATOR(pg_catalog.%) 4294967296)
+             OPERATOR(pg_catalog.+) 4294967296) OPERATOR(pg_catalog.%) 4294967296;
+    IF diff OPERATOR(pg_catalog.>=) 2147483648 THEN
+        RETURN false;           /* before the transaction began */
+    END IF;
+    RETURN pg_catalog.pg_xact_status((top_n OPERATOR(pg_catalog.+) diff)::text::xid8)
+           OPERATOR(pg_catalog.=) 'in progress';
+END
+$_idem_record_mine$;
+
+/*
+ * Explain why a holder's call matched no row, by ERROR (the C build's
+ * ReportNoMatch).  token NULL: none was given and the transaction did not
+ * write the key's row.  For idem_resolve, token is the row's own (so only
+ * IK004 or IK003 can come), as the C build passes it.
+ */
+CREATE FUNCTION _idem_record_no_match(fname text, key text, scope text, token bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $_idem_record_no_match$
+DECLARE
+    r record;
+BEGIN
+    SELECT k.status, k.token INTO r FROM idempotency_keys k
+     WHERE k.scope OPERATOR(pg_catalog.=) _idem_record_no_match.scope
+       AND k.key OPERATOR(pg_catalog.=) _idem_record_no_match.key;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'IK004',
+            MESSAGE = 'idempotency key does not exist',
+            DETAIL = pg_catalog.format('No key "%s" in scope "%s" (%s).', key, scope, fname),
+            HINT = 'It may have expired, been released, or been claimed in another scope.';
+    END IF;
+    IF fname OPERATOR(pg_catalog.=) 'idem_resolve' THEN
+        token := r.token;
+    END IF;
+    IF token IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'IK005',
+            MESSAGE = 'fencing token required',
+            DETAIL = pg_catalog.format('Key "%s" in scope "%s" was not claimed in this transaction.', key, scope),
+            HINT = 'Pass the token idem_claim returned; it may be left out only in the transaction that made the claim.';
+    END IF;
+    IF r.token OPERATOR(pg_catalog.<>) token THEN
+        RAISE EXCEPTION USING ERRCODE = 'IK002',
+            MESSAGE = 'stale fencing token',
+            DETAIL = pg_catalog.format('Key "%s" in scope "%s" is no longer held by token %s.', key, scope, token),
+            HINT = 'The lease ran out and the key was claimed again, or an operator settled it; this holder must stop.';
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'IK003',
+        MESSAGE = 'idempotency key is not processing',
+        DETAIL = pg_catalog.format('Key "%s" in scope "%s" is %s.', key, scope,
+                                   CASE WHEN r.status OPERATOR(pg_catalog.=) 'completed' THEN 'completed' ELSE 'failed' END),
+        HINT = CASE WHEN fname OPERATOR(pg_catalog.=) 'idem_resolve'
+                    THEN 'An operator settles a processing key, or one the attempts limit made final.'
+                    ELSE 'Only a processing claim can be completed, failed, extended, checkpointed or released.' END;
+END
+$_idem_record_no_match$;
+
+/*
+ * The token a holder's call acts with: the one given; for NULL, the key's
+ * current token when the row version is this transaction's own (it claimed
+ * the key, in it or a subtransaction not rolled back); otherwise the call
+ * fails as the C build's does (IK004 without a row, else IK005).  The row
+ * security check (IK006) comes first, as the C build's first statement on
+ * the table makes it.
+ *
+ * The C build instead lets NULL stand for the token of the transaction's
+ * latest claim of the key, remembered in memory; so where this transaction
+ * wrote the row otherwise, the two differ: after a heartbeat, checkpoint,
+ * complete or fail with an explicit token of a key claimed by another
+ * transaction, NULL passes here (C: IK005); after idem_resolve(.., 'fail')
+ * of a key this transaction claimed, NULL means the resolve's token here
+ * (so IK003; C: IK002); after a takeover in a subtransaction rolled back,
+ * NULL is IK005 here (C: IK002, the rolled-back claim's token).
+ */
+CREATE FUNCTION _idem_record_token(fname text, key text, scope text, token bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $_idem_record_token$
+DECLARE
+    r record;
+BEGIN
+    PERFORM idem__check_row_security();
+    IF token IS NOT NULL THEN
+        RETURN token;
+    END IF;
+    SELECT k.token, k.xmin INTO r FROM idempotency_keys k
+     WHERE k.scope OPERATOR(pg_catalog.=) _idem_record_token.scope
+       AND k.key OPERATOR(pg_catalog.=) _idem_record_token.key;
+    IF FOUND AND _idem_record_mine(r.xmin) THEN
+        RETURN r.token;
+    END IF;
+    PERFORM _idem_record_no_match(fname, key, scope, NULL);
+    RETURN NULL;                /* not reached */
+END
+$_idem_record_token$;
+
+/*
+ * Lock the holder's row for the write to come, waiting as its UPDATE
+ * would (a row another transaction writes): guarded by the token and
+ * "processing", rechecked on the newest version after a wait.  When
+ * nothing matches, reports why.
+ */
+CREATE FUNCTION _idem_record_lock(fname text, key text, scope text, token bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $_idem_record_lock$
+BEGIN
+    PERFORM FROM idempotency_keys k
+     WHERE k.scope OPERATOR(pg_catalog.=) _idem_record_lock.scope
+       AND k.key OPERATOR(pg_catalog.=) _idem_record_lock.key
+       AND k.token OPERATOR(pg_catalog.=) _idem_record_lock.token
+       AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed'
+       FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        PERFORM _idem_record_no_match(fname, key, scope, token);
+    END IF;
+END
+$_idem_record_lock$;
+
+/* PreventCommandIfReadOnly("fname()") */
+CREATE FUNCTION _idem_record_read_only(fname text) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $_idem_record_read_only$
+BEGIN
+    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+        RAISE EXCEPTION USING ERRCODE = '25006',
+            MESSAGE = pg_catalog.format('cannot execute %s() in a read-only transaction', fname);
+    END IF;
+END
+$_idem_record_read_only$;
+
+/*
+ * The C build's IdemCheckResponse: 54000 for a response whose text form
+ * would be longer than 256 MB (a row pg_dump could not write), judged as
+ * the table's CHECK judges it (idem_row_storable), before anything is
+ * written.
+ */
+CREATE FUNCTION _idem_record_check_response(response jsonb, key text, scope text) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $_idem_record_check_response$
+BEGIN
+    IF response IS NOT NULL AND NOT idem_row_storable(response, NULL, NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = '54000',
+            MESSAGE = 'response is too large to store',
+            DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
+                                       key, scope, 256),
+            HINT = 'Store a reference to the body, or a digest of it, instead.';
+    END IF;
+END
+$_idem_record_check_response$;
+
+/*
+ * idem_complete(key, response_code, response, scope, token): processing ->
+ * completed, the response stored, expires_at = now + the retention the
+ * claim asked for (a processing row keeps expires_at = locked_until +
+ * retention; computed in epoch seconds as the C build's statement does,
+ * exact to the microsecond), due_at lowered to it only if that comes first.
+ */
+CREATE FUNCTION idem_complete(
+    key text,
+    response_code integer,
+    response jsonb,
+    scope text DEFAULT '',
+    token bigint DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path FROM CURRENT
+AS $idem_complete$
+DECLARE
+    v_key constant text := key;
+    v_scope constant text := scope;
+    v_token bigint;
+    now_ts timestamptz;
+BEGIN
+    PERFORM idem__check_key(v_key, v_scope);
+    PERFORM _idem_record_read_only('idem_complete');
+    PERFORM _idem_record_check_response(response, v_key, v_scope);
+    v_token := _idem_record_token('idem_complete', v_key, v_scope, token);
+    PERFORM _idem_record_lock('idem_complete', v_key, v_scope, v_token);
+    now_ts := pg_catalog.clock_timestamp();
+    UPDATE idempotency_keys AS k
+       SET status = 'completed', response_code = idem_complete.response_code,
+           response = idem_complete.response,
+           expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', now_ts) OPERATOR(pg_catalog.+)
+                            pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until)),
+           due_at = LEAST(k.due_at,
+                          pg_catalog.to_timestamp(pg_catalog.date_part('epoch', now_ts) OPERATOR(pg_catalog.+)
+                              pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
+           locked_until = NULL, updated_at = now_ts
+     WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+       AND k.token OPERATOR(pg_catalog.=) v_token
+       AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed';
+    IF NOT FOUND THEN
+        PERFORM _idem_record_no_match('idem_complete', v_key, v_scope, v_token);
+    END IF;
+END
+$idem_complete$;
+COMMENT ON FUNCTION idem_complete(text, integer, jsonb, text, bigint) IS
+    'Records the response of a processing claim (processing -> completed); duplicates replay it';
+
+REVOKE ALL ON FUNCTION _idem_record_mine(xid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION _idem_record_no_match(text, text, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION _idem_record_token(text, text, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION _idem_record_lock(text, text, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION _idem_record_read_only(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION _idem_record_check_response(jsonb, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION _idem_record_mine(xid) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION _idem_record_no_match(text, text, text, bigint) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION _idem_record_token(text, text, text, bigint) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION _idem_record_lock(text, text, text, bigint) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION _idem_record_read_only(text) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION _idem_record_check_response(jsonb, text, text) TO idempotency_app;

@@ -1,0 +1,53 @@
+/*
+ * idem_fail(key, scope, token, response_code, response, retryable):
+ * processing -> failed, as idem_complete (idem_complete.sql: the token, the
+ * row's lock before the time, the retention carried over, due_at).
+ * Retryable lets the next claim take the key over; otherwise the stored
+ * error is replayed.
+ */
+CREATE FUNCTION idem_fail(
+    key text,
+    scope text DEFAULT '',
+    token bigint DEFAULT NULL,
+    response_code integer DEFAULT NULL,
+    response jsonb DEFAULT NULL,
+    retryable boolean DEFAULT true)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path FROM CURRENT
+AS $idem_fail$
+DECLARE
+    v_key constant text := key;
+    v_scope constant text := scope;
+    v_token bigint;
+    now_ts timestamptz;
+BEGIN
+    PERFORM idem__check_key(v_key, v_scope);
+    PERFORM _idem_record_read_only('idem_fail');
+    IF retryable IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'retryable must not be null',
+            DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope);
+    END IF;
+    PERFORM _idem_record_check_response(response, v_key, v_scope);
+    v_token := _idem_record_token('idem_fail', v_key, v_scope, token);
+    PERFORM _idem_record_lock('idem_fail', v_key, v_scope, v_token);
+    now_ts := pg_catalog.clock_timestamp();
+    UPDATE idempotency_keys AS k
+       SET status = 'failed', retryable = idem_fail.retryable,
+           response_code = idem_fail.response_code, response = idem_fail.response,
+           expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', now_ts) OPERATOR(pg_catalog.+)
+                            pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until)),
+           due_at = LEAST(k.due_at,
+                          pg_catalog.to_timestamp(pg_catalog.date_part('epoch', now_ts) OPERATOR(pg_catalog.+)
+                              pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
+           locked_until = NULL, updated_at = now_ts
+     WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+       AND k.token OPERATOR(pg_catalog.=) v_token
+       AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed';
+    IF NOT FOUND THEN
+        PERFORM _idem_record_no_match('idem_fail', v_key, v_scope, v_token);
+    END IF;
+END
+$idem_fail$;
+COMMENT ON FUNCTION idem_fail(text, text, bigint, integer, jsonb, boolean) IS
+    'Records a failed attempt: retryable lets the next claim take over, otherwise the error is replayed';

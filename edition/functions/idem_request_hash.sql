@@ -1,0 +1,181 @@
+/*
+ * idem_request_hash(jsonb | bytea | text): the request hash, bit for bit the
+ * C build's (src/hash.c).  A JSON request is hashed in a canonical form:
+ *	- compact JSON text, no white space;
+ *	- object keys in jsonb's own order (jsonb_each's), duplicate keys already
+ *	  resolved by jsonb;
+ *	- strings escaped as jsonb prints them;
+ *	- numbers in numeric_normalize() form (1.0, 1.00 and 1e0 are all "1")
+ *	  when their first digit stands for 10^-32 to 10^32; further out, in
+ *	  scientific form: the digits without trailing zeros, the first before
+ *	  a point, then "e" and the exponent (1e131000, -2.5e-40);
+ * and the hash is SHA-256 of that text in the database encoding.  The bytea
+ * and text variants hash the bytes as given.
+ *
+ * Two ways to the canonical text, the same text either way:
+ *	- the common case: every number is plain (zero, or 10^-32 <= |n| < 10^33)
+ *	  and has a display scale of at most 63, so jsonb's own text is short
+ *	  (at most about 100 characters a number): one regexp pass over it drops
+ *	  the separators' spaces outside strings and the trailing zeros of
+ *	  fractions;
+ *	- otherwise idem_hash_canonical walks the document, printing no number
+ *	  in full: 1e131000 is 131,001 characters as jsonb prints it, and 0e-16383
+ *	  16,385, for a few bytes stored (idem_hash_number).
+ */
+
+/*
+ * The canonical text of a JSON number: see idem_request_hash.  Time and
+ * memory in proportion to its stored digits: the exponent comes from
+ * to_char's scientific form (exact: from the stored weight, before any
+ * rounding of the significand), and the significand by exact
+ * multiplications by powers of ten.
+ */
+CREATE FUNCTION idem_hash_number(n numeric)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $idem_hash_number$
+DECLARE
+    a numeric := abs(n);
+    e integer;
+    k integer;
+    s integer;
+    t text;
+BEGIN
+    IF a = 0 THEN
+        RETURN '0';                 -- -0 and 0.000 too
+    END IF;
+    IF a >= 1e-32 AND a < 1e33 THEN
+        RETURN trim_scale(n)::text; -- numeric_normalize's form
+    END IF;
+    /* the exponent of the first significant digit */
+    e := split_part(to_char(a, '9EEEE'), 'e', 2)::integer;
+    a := trim_scale(a);
+    IF e < 0 THEN
+        /* times 10^-e (at most 10^16383): exact, no scale added */
+        t := trim_scale(a * ('1e' || -e)::numeric)::text;
+    ELSE
+        /*
+         * times 10^-e, in steps that keep the exact product within
+         * numeric's 16383 fraction digits (a product's scale is capped
+         * there, and rounded); when no step fits, a's digits span at least
+         * 16383 fraction digits plus its integer part, all stored, so
+         * printing it costs in proportion to what is stored.
+         */
+        k := e;
+        LOOP
+            EXIT WHEN k = 0;
+            s := least(k, 16383 - scale(a));
+            EXIT WHEN s <= 0;
+            a := trim_scale(a * ('1e-' || s)::numeric);
+            k := k - s;
+        END LOOP;
+        t := a::text;
+        IF k > 0 THEN
+            t := replace(t, '.', '');
+            t := left(t, 1) || '.' || substr(t, 2);
+        END IF;
+    END IF;
+    RETURN CASE WHEN n < 0 THEN '-' ELSE '' END || t || 'e' || e;
+END
+$idem_hash_number$;
+COMMENT ON FUNCTION idem_hash_number(numeric) IS
+    'Internal to idem_request_hash(jsonb): the canonical text of a JSON number';
+
+/*
+ * The canonical text of a JSON document (see idem_request_hash), walking
+ * only the containers that hold a number whose jsonb text would be long.
+ */
+CREATE FUNCTION idem_hash_canonical(request jsonb)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $idem_hash_canonical$
+BEGIN
+    CASE jsonb_typeof(request)
+    WHEN 'number' THEN
+        RETURN idem_hash_number(request::numeric);
+    WHEN 'object', 'array' THEN
+        IF NOT EXISTS (SELECT FROM jsonb_path_query(request, 'strict $.** ? (@.type() == "number")') AS t(v)
+                       WHERE v::numeric <> 0
+                         AND (abs(v::numeric) < 1e-32 OR abs(v::numeric) >= 1e33 OR scale(v::numeric) > 63)
+                          OR scale(v::numeric) > 63) THEN
+            RETURN regexp_replace(request::text,
+                                  '("(?:[^"\\]|\\.)*")|([,:]) |(\.[0-9]*[1-9])0+(?![0-9])|\.0+(?![0-9])',
+                                  '\1\2\3', 'g');
+        END IF;
+        IF jsonb_typeof(request) = 'object' THEN
+            RETURN '{' || coalesce((SELECT string_agg(to_jsonb(k)::text || ':' || idem_hash_canonical(v), ',' ORDER BY o)
+                                    FROM jsonb_each(request) WITH ORDINALITY AS t(k, v, o)), '') || '}';
+        END IF;
+        RETURN '[' || coalesce((SELECT string_agg(idem_hash_canonical(v), ',' ORDER BY o)
+                                FROM jsonb_array_elements(request) WITH ORDINALITY AS t(v, o)), '') || ']';
+    ELSE
+        RETURN request::text;       -- string, true, false, null
+    END CASE;
+END
+$idem_hash_canonical$;
+COMMENT ON FUNCTION idem_hash_canonical(jsonb) IS
+    'Internal to idem_request_hash(jsonb): the canonical text of a JSON document';
+
+CREATE FUNCTION idem_request_hash(request jsonb)
+RETURNS bytea
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $idem_request_hash$
+DECLARE
+    numbers jsonb := jsonb_path_query_array(request, 'strict $.** ? (@.type() == "number")');
+    x numeric;
+    doc text;
+BEGIN
+    /*
+     * The common case: every number plain (10^-32 <= |x| < 10^33, or 0) and
+     * with no trailing zeros: its jsonb text is its canonical text, and
+     * short.  (A number's display scale shows only in SQL: scale(); a
+     * loop over the numbers costs less than a query over them.)
+     */
+    FOR i IN 0 .. jsonb_array_length(numbers) - 1 LOOP
+        x := (numbers -> i)::numeric;
+        IF scale(x) <> min_scale(x) OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33)) THEN
+            RETURN sha256(convert_to(idem_hash_canonical(request), getdatabaseencoding()));
+        END IF;
+    END LOOP;
+    /*
+     * Then json_strip_nulls writes jsonb's text compact, re-escaping strings
+     * as jsonb does; it drops object members that are null, so those are
+     * made a number first that jsonb's text cannot hold outside a string
+     * (one with an exponent), and made null again after.  Inside strings
+     * the same text is replaced both ways, so it comes back as it was; if
+     * the stand-in occurs in the text already, idem_hash_canonical does it.
+     */
+    doc := request::text;
+    IF strpos(doc, '-0.0E-0') = 0 THEN
+        RETURN sha256(convert_to(replace(json_strip_nulls(replace(doc, '": null', '": -0.0E-0')::json)::text,
+                                         '-0.0E-0', 'null'),
+                                 getdatabaseencoding()));
+    END IF;
+    RETURN sha256(convert_to(idem_hash_canonical(request), getdatabaseencoding()));
+END
+$idem_request_hash$;
+COMMENT ON FUNCTION idem_request_hash(jsonb) IS
+    'SHA-256 of the canonical form of a JSON request: equal documents hash equal whatever their key order or spacing';
+
+CREATE FUNCTION idem_request_hash(request bytea)
+RETURNS bytea
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $idem_request_hash$
+SELECT sha256(request)
+$idem_request_hash$;
+COMMENT ON FUNCTION idem_request_hash(bytea) IS
+    'SHA-256 of the request bytes as given';
+
+CREATE FUNCTION idem_request_hash(request text)
+RETURNS bytea
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $idem_request_hash$
+SELECT sha256(convert_to(request, getdatabaseencoding()))
+$idem_request_hash$;
+COMMENT ON FUNCTION idem_request_hash(text) IS
+    'SHA-256 of the request text as given (its bytes in the database encoding)';

@@ -1,0 +1,90 @@
+/*
+ * idem_resolve(key, scope, action, response_code, response): an operator
+ * (idempotency_admin: the grant is the only check, as in the C build)
+ * settles a processing key, or one the attempts limit made final.  'fail'
+ * makes it failed, not retryable, with the given response replayed to
+ * later claims, under a new token so the old holder is fenced off, kept
+ * for idempotency.retention from now (now taken after the row's lock);
+ * 'release' deletes it so the next claim is new.
+ */
+CREATE FUNCTION idem_resolve(
+    key text,
+    scope text,
+    action text,
+    response_code integer DEFAULT NULL,
+    response jsonb DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path FROM CURRENT
+AS $idem_resolve$
+DECLARE
+    v_key constant text := key;
+    v_scope constant text := scope;
+    v_retention interval;
+    new_token bigint;
+    now_ts timestamptz;
+    expires timestamptz;
+BEGIN
+    PERFORM idem__check_key(v_key, v_scope);
+    IF action IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'action must not be null',
+            DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
+            HINT = 'The action is ''fail'' or ''release''.';
+    END IF;
+    IF action OPERATOR(pg_catalog.<>) 'fail' AND action OPERATOR(pg_catalog.<>) 'release' THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('invalid action "%s"', action),
+            DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
+            HINT = 'The action is ''fail'' or ''release''.';
+    END IF;
+    PERFORM _idem_record_read_only('idem_resolve');
+    PERFORM _idem_record_check_response(response, v_key, v_scope);
+    v_retention := idem__retention();
+    PERFORM idem__check_row_security();
+
+    IF action OPERATOR(pg_catalog.=) 'release' THEN
+        DELETE FROM idempotency_keys AS k
+         WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+           AND k.status OPERATOR(pg_catalog.<>) 'completed'
+           AND (k.status OPERATOR(pg_catalog.<>) 'failed'
+                OR (NOT k.retryable AND k.response OPERATOR(pg_catalog.->>) 'error' OPERATOR(pg_catalog.=) 'attempts_exhausted'));
+        IF NOT FOUND THEN
+            PERFORM _idem_record_no_match('idem_resolve', v_key, v_scope, NULL);
+        END IF;
+        RETURN;
+    END IF;
+
+    /* 'fail': a new token (drawn first, as the C build draws it) */
+    new_token := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
+    IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
+        RAISE EXCEPTION USING ERRCODE = '54000',
+            MESSAGE = 'idempotency_token_seq is exhausted on this node',
+            DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
+    END IF;
+    PERFORM FROM idempotency_keys AS k
+     WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+       AND k.status OPERATOR(pg_catalog.<>) 'completed'
+       AND (k.status OPERATOR(pg_catalog.<>) 'failed'
+            OR (NOT k.retryable AND k.response OPERATOR(pg_catalog.->>) 'error' OPERATOR(pg_catalog.=) 'attempts_exhausted'))
+       FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        PERFORM _idem_record_no_match('idem_resolve', v_key, v_scope, NULL);
+    END IF;
+    now_ts := pg_catalog.clock_timestamp();
+    expires := now_ts OPERATOR(pg_catalog.+) v_retention;
+    UPDATE idempotency_keys AS k
+       SET status = 'failed', retryable = false, token = new_token,
+           response_code = idem_resolve.response_code, response = idem_resolve.response,
+           locked_until = NULL, updated_at = now_ts, expires_at = expires,
+           due_at = LEAST(k.due_at, expires)
+     WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+       AND k.status OPERATOR(pg_catalog.<>) 'completed'
+       AND (k.status OPERATOR(pg_catalog.<>) 'failed'
+            OR (NOT k.retryable AND k.response OPERATOR(pg_catalog.->>) 'error' OPERATOR(pg_catalog.=) 'attempts_exhausted'));
+    IF NOT FOUND THEN
+        PERFORM _idem_record_no_match('idem_resolve', v_key, v_scope, NULL);
+    END IF;
+END
+$idem_resolve$;
+COMMENT ON FUNCTION idem_resolve(text, text, text, integer, jsonb) IS
+    'Operator settles a stuck processing key: action fail (replay the given error) or release (delete it)';
