@@ -12,9 +12,40 @@
  *     (< 0x20 or 0x7f) in either (22023, detail: the byte's position, hex).
  *     Linear in the input's length.
  *
+ * idem__setting(name text) RETURNS text
+ *     The value of setting name (a lower-case idempotency.* name) that the
+ *     edition honours, NULL for none (the caller's default).  How each of
+ *     the C build's settings is honoured:
+ *       - idempotency.lease, .retention, .max_attempts, .await_result
+ *         (PGC_USERSET in the C build: any role may SET them): as the
+ *         session has it, current_setting(name, true), wherever it came
+ *         from (SET, SET LOCAL, a function's SET clause, ALTER ROLE/DATABASE
+ *         SET, the server's configuration).
+ *       - idempotency.stale_policy and .max_key_length (PGC_SUSET in the C
+ *         build: only a superuser may SET them, a tenant cannot turn hold
+ *         into reclaim for itself).  Without the library they are
+ *         placeholders any role may SET in its session, and neither
+ *         current_setting nor pg_settings (which lists no placeholder) can
+ *         tell who set a value.  So: when the session user (session_user,
+ *         whom no non-superuser can change) is a superuser, as the session
+ *         has it (current_setting: every value in such a session was set
+ *         by a superuser or by what one ran); otherwise the session's
+ *         value is ignored and only pg_catalog.pg_db_role_setting is read,
+ *         where PostgreSQL lets only a superuser (or a role granted SET on
+ *         the parameter, PostgreSQL 15 on) store a placeholder's value:
+ *         ALTER ROLE <session user> IN DATABASE <this> SET, then ALTER
+ *         ROLE <session user> SET, then ALTER DATABASE <this> SET, then
+ *         ALTER ROLE ALL SET, PostgreSQL's own precedence; none: the C
+ *         build's default.  Read at each call, so a change applies to
+ *         sessions already open (PostgreSQL applies these at connection).
+ *         The server's configuration file and ALTER SYSTEM are not read
+ *         for these two (pg_file_settings is for superusers only).
+ *       - idempotency.stats_max_databases (PGC_POSTMASTER) and
+ *         idempotency.worker_* (PGC_SIGHUP): not read by the edition (no
+ *         shared memory counters, no background worker).
  * idem__int_setting(name text, dflt integer, lo integer, hi integer, unit text) RETURNS integer
  *     An integer setting as the C build's DefineCustomIntVariable would hold
- *     it: current_setting(name, true), dflt when NULL or ''; a number with
+ *     it: idem__setting(name), dflt when NULL or ''; a number with
  *     an optional unit of PostgreSQL's (unit 's': us ms s min h d; 'ms': the
  *     same; 'B': B kB MB GB TB; '': none), converted into unit and rounded as
  *     PostgreSQL rounds; a value it cannot read or out of [lo, hi] raises
@@ -28,7 +59,10 @@
  *                                          NULL when 0 (as the C build's IdemAwaitDefault).
  * idem__stale_reclaim() RETURNS boolean    idempotency.stale_policy: true for
  *     'reclaim' (the default), false for 'hold' (case-insensitive, as enum
- *     settings are); anything else raises 22023.
+ *     settings are), read by idem__setting; anything else raises 22023
+ *     (the C build refuses such a value when it is SET; a value stored
+ *     while the library was not loaded it warns about and ignores: the
+ *     edition refuses to guess, a misspelt hold must not act as reclaim).
  *
  * idem__check_interval(iv interval, what text, since timestamptz, key text, scope text) RETURNS void
  *     The C build's IdemCheckInterval: 22023 "<what> is too long" past a
@@ -84,13 +118,43 @@
  *     its rows too: the same times, one write more.)
  */
 
+CREATE FUNCTION idem__setting(name text) RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $idem__setting$
+DECLARE
+    v text;
+BEGIN
+    IF name NOT IN ('idempotency.stale_policy', 'idempotency.max_key_length')
+       OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r
+            WHERE r.rolname OPERATOR(pg_catalog.=) pg_catalog.session_user()) THEN
+        RETURN pg_catalog.current_setting(name, true);
+    END IF;
+    SELECT pg_catalog.substr(c, pg_catalog.length(name) OPERATOR(pg_catalog.+) 2) INTO v
+      FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c
+     WHERE (s.setdatabase OPERATOR(pg_catalog.=) 0
+            OR s.setdatabase OPERATOR(pg_catalog.=)
+               (SELECT d.oid FROM pg_catalog.pg_database d
+                 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+       AND (s.setrole OPERATOR(pg_catalog.=) 0
+            OR s.setrole OPERATOR(pg_catalog.=)
+               (SELECT r.oid FROM pg_catalog.pg_roles r
+                 WHERE r.rolname OPERATOR(pg_catalog.=) pg_catalog.session_user()))
+       AND pg_catalog.starts_with(pg_catalog.lower(c), name OPERATOR(pg_catalog.||) '=')
+     /* role in database, role, database, all roles: PostgreSQL's order */
+     ORDER BY s.setrole OPERATOR(pg_catalog.=) 0, s.setdatabase OPERATOR(pg_catalog.=) 0
+     LIMIT 1;
+    RETURN v;
+END
+$idem__setting$;
+
 CREATE FUNCTION idem__int_setting(name text, dflt integer, lo integer, hi integer, unit text)
 RETURNS integer
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__int_setting$
 DECLARE
-    raw text := pg_catalog.current_setting(name, true);
+    raw text := idem__setting(name);
     m text[];
     num numeric;
     factor numeric;
@@ -184,7 +248,7 @@ LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__stale_reclaim$
 DECLARE
-    raw text := pg_catalog.current_setting('idempotency.stale_policy', true);
+    raw text := idem__setting('idempotency.stale_policy');
 BEGIN
     IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' OR pg_catalog.lower(raw) OPERATOR(pg_catalog.=) 'reclaim' THEN
         RETURN true;
@@ -352,11 +416,16 @@ AS $idem__key_lock_id$
 DECLARE
     k bytea;
 BEGIN
-    IF pg_catalog.row_security_active('idempotency_keys'::pg_catalog.regclass) THEN
+    IF (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
+         WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass) THEN
         /*
          * The probe: the caller's policies must let it insert into the
          * scope (42501 otherwise, as the C build's policy check before the
          * lock), and its row proves so to idem__key_lock_secret; rolled back.
+         * Whenever the table has row level security enabled, as
+         * idem__key_lock_secret asks (it runs as the owner and cannot tell
+         * whether the policies apply to its caller): a caller they do not
+         * apply to (the owner, a superuser, BYPASSRLS) inserts it anyway.
          * Its key holds a control character, which no key may: it cannot
          * meet another writer's row, so it never waits.
          */
@@ -456,6 +525,7 @@ BEGIN
 END
 $idem__restamp$;
 
+REVOKE ALL ON FUNCTION idem__setting(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__int_setting(text, integer, integer, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__lease() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__retention() FROM PUBLIC;
@@ -471,6 +541,7 @@ REVOKE ALL ON FUNCTION idem__key_lock_id(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_locks_held() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__lock_key(text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__restamp(text, text[], bigint[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem__setting(text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__int_setting(text, integer, integer, integer, text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__lease() TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__retention() TO idempotency_app;

@@ -18,22 +18,23 @@ DECLARE
     v_key constant text := key;
     v_scope constant text := scope;
     v_token bigint;
-    now_ts timestamptz;
 BEGIN
     PERFORM idem__check_key(v_key, v_scope);
-    PERFORM _idem_record_read_only('idem_checkpoint');
-    /* the C build's IdemCheckRecoveryPoint: its size with the 4-byte header, over 1 MB */
-    IF recovery_point IS NOT NULL
-       AND pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.+) 4 OPERATOR(pg_catalog.>) 1048576 THEN
+    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+        RAISE EXCEPTION USING ERRCODE = '25006',
+            MESSAGE = 'cannot execute idem_checkpoint() in a read-only transaction';
+    END IF;
+    /* the C build's IdemCheckRecoveryPoint: its size with the 4-byte varlena header, over 1 MB */
+    IF pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.+) 4 OPERATOR(pg_catalog.>) 1048576 THEN
         RAISE EXCEPTION USING ERRCODE = '54000',
             MESSAGE = 'recovery point is too large to store',
             DETAIL = pg_catalog.format('The recovery point for key "%s" in scope "%s" is longer than %s MB.', v_key, v_scope, 1),
             HINT = 'Store a reference to the state, or a digest of it, instead.';
     END IF;
-    v_token := _idem_record_token('idem_checkpoint', v_key, v_scope, token);
-    now_ts := pg_catalog.clock_timestamp();
+    PERFORM idem__check_row_security();
+    v_token := COALESCE(token, _idem_record_token('idem_checkpoint', v_key, v_scope));
     UPDATE idempotency_keys AS k
-       SET recovery_point = idem_checkpoint.recovery_point, updated_at = now_ts
+       SET recovery_point = idem_checkpoint.recovery_point, updated_at = pg_catalog.clock_timestamp()
      WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
        AND k.token OPERATOR(pg_catalog.=) v_token
        AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed';

@@ -128,7 +128,6 @@ BEGIN
         END LOOP;
     END IF;
 
-    reclaim := idem__stale_reclaim();
     LOOP
         IF round OPERATOR(pg_catalog.>=) 100 THEN
             RAISE EXCEPTION USING ERRCODE = '40001',
@@ -141,6 +140,17 @@ BEGIN
         SELECT k.* INTO r FROM idempotency_keys k
          WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
         found_row := FOUND;
+        /*
+         * idempotency.stale_policy only where it decides (a row past its
+         * expiry or its lease): reading it is a catalog read for a
+         * session that is not a superuser's (idem__setting)
+         */
+        IF reclaim IS NULL AND found_row
+           AND (r.expires_at OPERATOR(pg_catalog.<=) now_ts
+                OR (r.status OPERATOR(pg_catalog.=) 'processing'
+                    AND (r.locked_until IS NULL OR r.locked_until OPERATOR(pg_catalog.<=) now_ts))) THEN
+            reclaim := idem__stale_reclaim();
+        END IF;
 
         /* DecideClaim */
         IF NOT found_row THEN

@@ -33,8 +33,10 @@
  *   idem_claim; a row rewritten with another request by a transaction that
  *   commits between that read and idem_claim's fails the call with IK001
  *   (the C build answers mismatch).
- * - The answer bound (54000 past 256 MB) counts each value at
- *   pg_column_size (as held, possibly compressed), not decompressed.
+ * - The answer bound (54000 past 256 MB) counts each row as 64 bytes, its
+ *   key, and its response and recovery point at their full (decompressed)
+ *   size; the C build counts the row's exact heap tuple size, so near the
+ *   bound the two may differ by a few bytes a row.
  */
 CREATE FUNCTION idem_claim_batch(
     keys text[],
@@ -95,6 +97,7 @@ DECLARE
     res_retry interval[];
     res_rp text[];
     answer_bytes bigint := 0;
+    act text;
     sorted_tokens bigint[];
 BEGIN
     /* the arguments, in the C build's order */
@@ -254,15 +257,45 @@ BEGIN
             res_token[j] := sorted_tokens[i];
             res_status[j] := 'processing';
         ELSE
-            /* a request other than the row's: mismatch, answered (DecideClaim's order) */
-            SELECT x.status, x.expires_at, x.request_hash INTO r FROM idempotency_keys x
+            /*
+             * The row as it is now, and what idem_claim would decide of it
+             * (DecideClaim): a claim that only reads (replay, in_progress,
+             * stale) is answered here from the row; a request other than
+             * the row's answers mismatch; a claim that writes (no row,
+             * renew, takeover, the attempts limit) is idem_claim's.
+             */
+            now_ts := pg_catalog.clock_timestamp();
+            SELECT x.status, x.retryable, x.response_code, x.response, x.locked_until,
+                   x.expires_at, x.request_hash, x.recovery_point
+              INTO r FROM idempotency_keys x
              WHERE x.scope OPERATOR(pg_catalog.=) v_scope AND x.key OPERATOR(pg_catalog.=) k;
-            IF FOUND
-               AND NOT (r.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()
-                        AND (reclaim OR r.status OPERATOR(pg_catalog.<>) 'processing'))
-               AND r.request_hash IS DISTINCT FROM hashes[j] THEN
-                res_outcome[j] := 'mismatch';
+            IF NOT FOUND
+               OR (r.expires_at OPERATOR(pg_catalog.<=) now_ts
+                   AND (reclaim OR r.status OPERATOR(pg_catalog.<>) 'processing')) THEN
+                act := 'claim';
+            ELSIF r.request_hash IS DISTINCT FROM hashes[j] THEN
+                act := 'mismatch';
+            ELSIF r.status OPERATOR(pg_catalog.=) 'completed'
+                  OR (r.status OPERATOR(pg_catalog.=) 'failed' AND NOT r.retryable) THEN
+                act := 'replay';
+            ELSIF r.status OPERATOR(pg_catalog.=) 'processing' AND r.locked_until OPERATOR(pg_catalog.>) now_ts THEN
+                act := 'in_progress';
+            ELSIF r.status OPERATOR(pg_catalog.=) 'processing' AND NOT reclaim THEN
+                act := 'stale';
+            ELSE
+                act := 'claim';
+            END IF;
+            IF act OPERATOR(pg_catalog.<>) 'claim' THEN
+                res_outcome[j] := act;
                 res_status[j] := r.status;
+                IF act OPERATOR(pg_catalog.=) 'replay' THEN
+                    res_code[j] := r.response_code;
+                    res_response[j] := r.response;
+                ELSIF act OPERATOR(pg_catalog.=) 'in_progress' THEN
+                    res_retry[j] := r.locked_until OPERATOR(pg_catalog.-) now_ts;
+                ELSIF act OPERATOR(pg_catalog.=) 'stale' THEN
+                    res_rp[j] := r.recovery_point;
+                END IF;
             ELSE
                 began := pg_catalog.clock_timestamp();
                 SELECT * INTO c FROM idem_claim(k, v_requests[j], v_scope, v_lease, v_retention, wait,

@@ -9,15 +9,19 @@
  * (or one of its subtransactions still in force) wrote the key's row
  * version: its xmin is ours (_idem_record_mine).  The C build remembers
  * the claims the transaction made instead; the two differ only where the
- * transaction wrote the row by another call (see _idem_record_token).
+ * transaction wrote the row by another call, or in a subtransaction it
+ * rolled back (see _idem_record_token).
  * Each call is guarded by "token = $token AND the row is processing", so a
  * holder whose key was taken over changes nothing; only when that matches
  * no row is the row read again to say why (_idem_record_no_match): no such
  * key (IK004), no token (IK005), another token (IK002), not processing
- * (IK003), in that order.  A call that writes a lease or an expiry first
- * locks the row (FOR NO KEY UPDATE: what its UPDATE would wait for), then
- * takes clock_timestamp(), then writes: its times count from after its
- * last wait, as the C build's stamp makes them.
+ * (IK003), in that order.  A call that writes a lease or an expiry takes
+ * its time (clock_timestamp()) just before its guarded UPDATE; when the
+ * call ends more than 10 ms later (its UPDATE waited for another writer of
+ * the row, or the machine was slow), idem__restamp moves the row's times
+ * forward to count from then, as the C build's stamp does (src/stamp.c):
+ * so they count from after the call's last wait, and a call that did not
+ * wait writes the row once.
  */
 
 /*
@@ -102,23 +106,25 @@ END
 $_idem_record_no_match$;
 
 /*
- * The token a holder's call acts with: the one given; for NULL, the key's
- * current token when the row version is this transaction's own (it claimed
- * the key, in it or a subtransaction not rolled back); otherwise the call
- * fails as the C build's does (IK004 without a row, else IK005).  The row
- * security check (IK006) comes first, as the C build's first statement on
- * the table makes it.
+ * The token a holder's call acts with when it gave none: the key's current
+ * token when the row version is this transaction's own (it claimed the
+ * key, in it or in a subtransaction not rolled back); otherwise the call
+ * fails as the C build's does (IK004 without a row, else IK005).
  *
  * The C build instead lets NULL stand for the token of the transaction's
- * latest claim of the key, remembered in memory; so where this transaction
- * wrote the row otherwise, the two differ: after a heartbeat, checkpoint,
- * complete or fail with an explicit token of a key claimed by another
- * transaction, NULL passes here (C: IK005); after idem_resolve(.., 'fail')
- * of a key this transaction claimed, NULL means the resolve's token here
- * (so IK003; C: IK002); after a takeover in a subtransaction rolled back,
- * NULL is IK005 here (C: IK002, the rolled-back claim's token).
+ * latest claim of the key that wrote its row (new or reclaimed),
+ * remembered in memory for the whole transaction; so where this
+ * transaction wrote the row otherwise, the two differ:
+ *   - after a heartbeat, checkpoint, complete or fail with an explicit
+ *     token of a key another transaction claimed: NULL passes here (C: IK005);
+ *   - after a claim that made the key final (max_attempts: outcome replay,
+ *     no token returned): IK003 here (C: IK005);
+ *   - after idem_resolve(.., 'fail') of a key this transaction claimed:
+ *     NULL means the resolve's token here, so IK003 (C: IK002);
+ *   - after a takeover in a subtransaction rolled back: IK005 here (C:
+ *     IK002, the rolled-back claim's token is remembered).
  */
-CREATE FUNCTION _idem_record_token(fname text, key text, scope text, token bigint)
+CREATE FUNCTION _idem_record_token(fname text, key text, scope text)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
@@ -126,10 +132,6 @@ AS $_idem_record_token$
 DECLARE
     r record;
 BEGIN
-    PERFORM idem__check_row_security();
-    IF token IS NOT NULL THEN
-        RETURN token;
-    END IF;
     SELECT k.token, k.xmin INTO r FROM idempotency_keys k
      WHERE k.scope OPERATOR(pg_catalog.=) _idem_record_token.scope
        AND k.key OPERATOR(pg_catalog.=) _idem_record_token.key;
@@ -142,54 +144,26 @@ END
 $_idem_record_token$;
 
 /*
- * Lock the holder's row for the write to come, waiting as its UPDATE
- * would (a row another transaction writes): guarded by the token and
- * "processing", rechecked on the newest version after a wait.  When
- * nothing matches, reports why.
- */
-CREATE FUNCTION _idem_record_lock(fname text, key text, scope text, token bigint)
-RETURNS void
-LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
-AS $_idem_record_lock$
-BEGIN
-    PERFORM FROM idempotency_keys k
-     WHERE k.scope OPERATOR(pg_catalog.=) _idem_record_lock.scope
-       AND k.key OPERATOR(pg_catalog.=) _idem_record_lock.key
-       AND k.token OPERATOR(pg_catalog.=) _idem_record_lock.token
-       AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed'
-       FOR NO KEY UPDATE;
-    IF NOT FOUND THEN
-        PERFORM _idem_record_no_match(fname, key, scope, token);
-    END IF;
-END
-$_idem_record_lock$;
-
-/* PreventCommandIfReadOnly("fname()") */
-CREATE FUNCTION _idem_record_read_only(fname text) RETURNS void
-LANGUAGE plpgsql STABLE
-SET search_path FROM CURRENT
-AS $_idem_record_read_only$
-BEGIN
-    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
-        RAISE EXCEPTION USING ERRCODE = '25006',
-            MESSAGE = pg_catalog.format('cannot execute %s() in a read-only transaction', fname);
-    END IF;
-END
-$_idem_record_read_only$;
-
-/*
  * The C build's IdemCheckResponse: 54000 for a response whose text form
  * would be longer than 256 MB (a row pg_dump could not write), judged as
  * the table's CHECK judges it (idem_row_storable), before anything is
- * written.
+ * written.  The callers skip it for a response of at most 8192 bytes that
+ * is not compressed.  A compressed one (read from a table) is judged by its
+ * size uncompressed, as the C build's toast_raw_datum_size: a copy of it
+ * (jsonb_path_query_first(.., '$') builds one, in linear time), since a
+ * few kB compressed can print as gigabytes.
  */
 CREATE FUNCTION _idem_record_check_response(response jsonb, key text, scope text) RETURNS void
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $_idem_record_check_response$
+DECLARE
+    whole jsonb := response;
 BEGIN
-    IF response IS NOT NULL AND NOT idem_row_storable(response, NULL, NULL) THEN
+    IF pg_catalog.pg_column_compression(whole) IS NOT NULL THEN
+        whole := pg_catalog.jsonb_path_query_first(whole, '$');
+    END IF;
+    IF whole IS NOT NULL AND NOT idem_row_storable(whole, NULL, NULL) THEN
         RAISE EXCEPTION USING ERRCODE = '54000',
             MESSAGE = 'response is too large to store',
             DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
@@ -220,28 +194,38 @@ DECLARE
     v_key constant text := key;
     v_scope constant text := scope;
     v_token bigint;
-    now_ts timestamptz;
+    stamp timestamptz;
 BEGIN
     PERFORM idem__check_key(v_key, v_scope);
-    PERFORM _idem_record_read_only('idem_complete');
-    PERFORM _idem_record_check_response(response, v_key, v_scope);
-    v_token := _idem_record_token('idem_complete', v_key, v_scope, token);
-    PERFORM _idem_record_lock('idem_complete', v_key, v_scope, v_token);
-    now_ts := pg_catalog.clock_timestamp();
+    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+        RAISE EXCEPTION USING ERRCODE = '25006',
+            MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
+    END IF;
+    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+       OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
+        PERFORM _idem_record_check_response(response, v_key, v_scope);
+    END IF;
+    PERFORM idem__check_row_security();
+    v_token := COALESCE(token, _idem_record_token('idem_complete', v_key, v_scope));
+    stamp := pg_catalog.clock_timestamp();
     UPDATE idempotency_keys AS k
        SET status = 'completed', response_code = idem_complete.response_code,
            response = idem_complete.response,
-           expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', now_ts) OPERATOR(pg_catalog.+)
+           expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
                             pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until)),
            due_at = LEAST(k.due_at,
-                          pg_catalog.to_timestamp(pg_catalog.date_part('epoch', now_ts) OPERATOR(pg_catalog.+)
+                          pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
                               pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
-           locked_until = NULL, updated_at = now_ts
+           locked_until = NULL, updated_at = stamp
      WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
        AND k.token OPERATOR(pg_catalog.=) v_token
        AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed';
     IF NOT FOUND THEN
         PERFORM _idem_record_no_match('idem_complete', v_key, v_scope, v_token);
+    END IF;
+    /* the UPDATE waited (another writer of the row): count from now */
+    IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp OPERATOR(pg_catalog.>) '10 ms'::interval THEN
+        PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[v_token], stamp);
     END IF;
 END
 $idem_complete$;
@@ -250,13 +234,9 @@ COMMENT ON FUNCTION idem_complete(text, integer, jsonb, text, bigint) IS
 
 REVOKE ALL ON FUNCTION _idem_record_mine(xid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION _idem_record_no_match(text, text, text, bigint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION _idem_record_token(text, text, text, bigint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION _idem_record_lock(text, text, text, bigint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION _idem_record_read_only(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION _idem_record_token(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION _idem_record_check_response(jsonb, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION _idem_record_mine(xid) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION _idem_record_no_match(text, text, text, bigint) TO idempotency_app;
-GRANT EXECUTE ON FUNCTION _idem_record_token(text, text, text, bigint) TO idempotency_app;
-GRANT EXECUTE ON FUNCTION _idem_record_lock(text, text, text, bigint) TO idempotency_app;
-GRANT EXECUTE ON FUNCTION _idem_record_read_only(text) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION _idem_record_token(text, text, text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION _idem_record_check_response(jsonb, text, text) TO idempotency_app;

@@ -30,10 +30,10 @@
  *   claim, where the C build plans only after it.  A SELECT the caller may
  *   not read fails there only when it would run (after the claim), as in
  *   the C build.
- * - There is no short way for a key without a row: the claim is written
- *   first (processing), then the statement runs, then the key is completed
- *   (so the row is written twice, and the statement finds the key's row
- *   processing).  The C build's short way writes it once, completed.
+ * - The short way's count of subtransactions (at most 32 a transaction)
+ *   is kept in the transaction-local setting
+ *   idempotency_edition.execute_subxacts, which the caller can change (and
+ *   so use more, or fewer, of them).
  * - The function has no SET search_path (the statement resolves names with
  *   the caller's path), so every name of its own is qualified with the
  *   schema it is installed in, written into it when it is created (the DO
@@ -316,6 +316,10 @@ DECLARE
     k record;
     row_found pg_catalog.bool;
     plan pg_catalog.json;
+    subxacts pg_catalog.int4;
+    short_done pg_catalog.bool;
+    new_token pg_catalog.int8;
+    stamp pg_catalog.timestamptz;
     resp pg_catalog.jsonb;
 BEGIN
     IF query IS NULL THEN
@@ -455,6 +459,85 @@ BEGIN
             MESSAGE = 'idem_execute runs only SELECT, INSERT, UPDATE and DELETE statements',
             DETAIL = pg_catalog.format('The statement given for key "%s" in scope "%s" is %s.', key, scope, tag),
             HINT = 'Run other statements yourself, around the explicit pattern idem_claim, then idem_complete.';
+    END IF;
+
+    /*
+     * A key without a row, the short way (src/execute.c): with the key's
+     * lock (tried: another transaction holding it is writing the key, and
+     * the general way waits for it), the statement runs in a subtransaction,
+     * then the row is inserted already completed, with its response.  A
+     * concurrent claim that got there first makes the INSERT (or the
+     * statement, on a unique index or a deadlock they share) fail: the
+     * subtransaction is rolled back, the statement's work with it, and the
+     * general way below finds out.  At most 32 per transaction (then the
+     * general way), and only when writing the key's row cannot be refused
+     * to the caller (INSERT privilege, no row level security): otherwise
+     * the claim is written first, so that a scope the caller may not use is
+     * refused before its statement starts.
+     */
+    subxacts := COALESCE(NULLIF(pg_catalog.current_setting('idempotency_edition.execute_subxacts', true), ''), '0')::pg_catalog.int4;
+    IF subxacts OPERATOR(pg_catalog.<) 32
+       AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
+       AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN
+        PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+        IF NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
+                        WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
+                          AND i.key OPERATOR(pg_catalog.=) idem_execute.key)
+           AND _IDEM_SCHEMA_.idem__lock_key(scope, key, false) THEN
+            PERFORM pg_catalog.set_config('idempotency_edition.execute_subxacts',
+                                          (subxacts OPERATOR(pg_catalog.+) 1)::pg_catalog.text, true);
+            short_done := false;
+            BEGIN
+                IF returns_rows THEN
+                    cur := _IDEM_SCHEMA_.idem__execute_run(query, args, n, true);
+                    FETCH cur INTO r;
+                    IF FOUND THEN
+                        FETCH cur INTO extra;
+                        IF FOUND THEN
+                            RAISE EXCEPTION USING ERRCODE = '21000',
+                                MESSAGE = 'statement given to idem_execute returned more than one row',
+                                DETAIL = pg_catalog.format('Key "%s" in scope "%s".', key, scope),
+                                HINT = 'Its result row is the stored response; return one row, or none.';
+                        END IF;
+                        resp := pg_catalog.to_jsonb(r);
+                    END IF;
+                    CLOSE cur;
+                ELSE
+                    PERFORM _IDEM_SCHEMA_.idem__execute_run(query, args, n, false);
+                END IF;
+                IF resp IS NOT NULL AND NOT _IDEM_SCHEMA_.idem_row_storable(resp, NULL, NULL) THEN
+                    RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
+                        DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
+                                                   key, scope, 256),
+                        HINT = 'Store a reference to the body, or a digest of it, instead.';
+                END IF;
+                new_token := pg_catalog.nextval('_IDEM_SCHEMA_.idempotency_token_seq'::pg_catalog.regclass);
+                IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
+                    RAISE EXCEPTION USING ERRCODE = '54000',
+                        MESSAGE = 'idempotency_token_seq is exhausted on this node',
+                        DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
+                END IF;
+                /* the times, after the statement */
+                stamp := pg_catalog.clock_timestamp();
+                INSERT INTO _IDEM_SCHEMA_.idempotency_keys (scope, key, status, token, created_at, updated_at,
+                                                            expires_at, request_hash, response_code, response, due_at)
+                VALUES (idem_execute.scope, idem_execute.key, 'completed', new_token, stamp, stamp,
+                        stamp OPERATOR(pg_catalog.+) _IDEM_SCHEMA_.idem__retention(),
+                        CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END,
+                        success_code, resp, stamp OPERATOR(pg_catalog.+) _IDEM_SCHEMA_.idem__retention());
+                short_done := true;
+            EXCEPTION WHEN unique_violation OR deadlock_detected THEN
+                resp := NULL;	/* undone: the general way finds out why */
+            END;
+            IF short_done THEN
+                outcome := 'new';
+                token := new_token;
+                status := 'completed';
+                response_code := success_code;
+                response := resp;
+                RETURN;
+            END IF;
+        END IF;
     END IF;
 
     /* the claim; always waits for an uncommitted duplicate */

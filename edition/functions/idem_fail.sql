@@ -1,9 +1,9 @@
 /*
  * idem_fail(key, scope, token, response_code, response, retryable):
  * processing -> failed, as idem_complete (idem_complete.sql: the token, the
- * row's lock before the time, the retention carried over, due_at).
- * Retryable lets the next claim take the key over; otherwise the stored
- * error is replayed.
+ * time taken before the guarded UPDATE and moved on after a wait, the
+ * retention carried over, due_at).  Retryable lets the next claim take the
+ * key over; otherwise the stored error is replayed.
  */
 CREATE FUNCTION idem_fail(
     key text,
@@ -20,32 +20,42 @@ DECLARE
     v_key constant text := key;
     v_scope constant text := scope;
     v_token bigint;
-    now_ts timestamptz;
+    stamp timestamptz;
 BEGIN
     PERFORM idem__check_key(v_key, v_scope);
-    PERFORM _idem_record_read_only('idem_fail');
+    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+        RAISE EXCEPTION USING ERRCODE = '25006',
+            MESSAGE = 'cannot execute idem_fail() in a read-only transaction';
+    END IF;
     IF retryable IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'retryable must not be null',
             DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope);
     END IF;
-    PERFORM _idem_record_check_response(response, v_key, v_scope);
-    v_token := _idem_record_token('idem_fail', v_key, v_scope, token);
-    PERFORM _idem_record_lock('idem_fail', v_key, v_scope, v_token);
-    now_ts := pg_catalog.clock_timestamp();
+    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+       OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
+        PERFORM _idem_record_check_response(response, v_key, v_scope);
+    END IF;
+    PERFORM idem__check_row_security();
+    v_token := COALESCE(token, _idem_record_token('idem_fail', v_key, v_scope));
+    stamp := pg_catalog.clock_timestamp();
     UPDATE idempotency_keys AS k
        SET status = 'failed', retryable = idem_fail.retryable,
            response_code = idem_fail.response_code, response = idem_fail.response,
-           expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', now_ts) OPERATOR(pg_catalog.+)
+           expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
                             pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until)),
            due_at = LEAST(k.due_at,
-                          pg_catalog.to_timestamp(pg_catalog.date_part('epoch', now_ts) OPERATOR(pg_catalog.+)
+                          pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
                               pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
-           locked_until = NULL, updated_at = now_ts
+           locked_until = NULL, updated_at = stamp
      WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
        AND k.token OPERATOR(pg_catalog.=) v_token
        AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed';
     IF NOT FOUND THEN
         PERFORM _idem_record_no_match('idem_fail', v_key, v_scope, v_token);
+    END IF;
+    /* the UPDATE waited (another writer of the row): count from now */
+    IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp OPERATOR(pg_catalog.>) '10 ms'::interval THEN
+        PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[v_token], stamp);
     END IF;
 END
 $idem_fail$;

@@ -1,7 +1,7 @@
 /*
  * idem_release(key, scope, token): the holder gives a processing claim up
- * (deletes its row), so the next claim is new.  It writes no time, so it
- * is one guarded DELETE, as the C build's (idem_complete.sql: the token).
+ * (deletes its row), so the next claim is new.  It writes no time: one
+ * guarded DELETE, as the C build's (idem_complete.sql: the token).
  */
 CREATE FUNCTION idem_release(
     key text,
@@ -17,8 +17,12 @@ DECLARE
     v_token bigint;
 BEGIN
     PERFORM idem__check_key(v_key, v_scope);
-    PERFORM _idem_record_read_only('idem_release');
-    v_token := _idem_record_token('idem_release', v_key, v_scope, token);
+    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+        RAISE EXCEPTION USING ERRCODE = '25006',
+            MESSAGE = 'cannot execute idem_release() in a read-only transaction';
+    END IF;
+    PERFORM idem__check_row_security();
+    v_token := COALESCE(token, _idem_record_token('idem_release', v_key, v_scope));
     DELETE FROM idempotency_keys AS k
      WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
        AND k.token OPERATOR(pg_catalog.=) v_token

@@ -83,36 +83,88 @@ COMMENT ON FUNCTION idem_hash_number(numeric) IS
     'Internal to idem_request_hash(jsonb): the canonical text of a JSON number';
 
 /*
- * The canonical text of a JSON document (see idem_request_hash), walking
- * only the containers that hold a number whose jsonb text would be long.
+ * The canonical text of a JSON document (see idem_request_hash): a walk
+ * with a stack of its own (no recursion, so any depth jsonpath takes),
+ * writing each number by idem_hash_number.  A container near the top whose
+ * numbers are all plain is written at once: jsonb's text of it, compacted
+ * by one regexp pass (strings kept as they are, the separators' spaces and
+ * the fractions' trailing zeros dropped); deeper ones are walked through,
+ * so a deep document is not searched again at every level.
  */
 CREATE FUNCTION idem_hash_canonical(request jsonb)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_hash_canonical$
+DECLARE
+    vals jsonb[] := ARRAY[request];     -- the stack: a value to write,
+    lits text[] := ARRAY[NULL::text];   -- or else a text to write
+    depths integer[] := ARRAY[0];
+    top integer := 1;
+    out text[] := '{}';
+    n integer := 0;
+    v jsonb;
+    lit text;
+    depth integer;
+    keys text[];
+    items jsonb[];
 BEGIN
-    CASE jsonb_typeof(request)
-    WHEN 'number' THEN
-        RETURN idem_hash_number(request::numeric);
-    WHEN 'object', 'array' THEN
-        IF NOT EXISTS (SELECT FROM jsonb_path_query(request, 'strict $.** ? (@.type() == "number")') AS t(v)
-                       WHERE v::numeric <> 0
-                         AND (abs(v::numeric) < 1e-32 OR abs(v::numeric) >= 1e33 OR scale(v::numeric) > 63)
-                          OR scale(v::numeric) > 63) THEN
-            RETURN regexp_replace(request::text,
-                                  '("(?:[^"\\]|\\.)*")|([,:]) |(\.[0-9]*[1-9])0+(?![0-9])|\.0+(?![0-9])',
-                                  '\1\2\3', 'g');
+    WHILE top > 0 LOOP
+        v := vals[top];
+        lit := lits[top];
+        depth := depths[top];
+        top := top - 1;
+        n := n + 1;
+        IF lit IS NOT NULL THEN
+            out[n] := lit;
+            CONTINUE;
         END IF;
-        IF jsonb_typeof(request) = 'object' THEN
-            RETURN '{' || coalesce((SELECT string_agg(to_jsonb(k)::text || ':' || idem_hash_canonical(v), ',' ORDER BY o)
-                                    FROM jsonb_each(request) WITH ORDINALITY AS t(k, v, o)), '') || '}';
-        END IF;
-        RETURN '[' || coalesce((SELECT string_agg(idem_hash_canonical(v), ',' ORDER BY o)
-                                FROM jsonb_array_elements(request) WITH ORDINALITY AS t(v, o)), '') || ']';
-    ELSE
-        RETURN request::text;       -- string, true, false, null
-    END CASE;
+        CASE jsonb_typeof(v)
+        WHEN 'number' THEN
+            out[n] := idem_hash_number(v::numeric);
+        WHEN 'object', 'array' THEN
+            IF depth < 32
+               AND NOT EXISTS (SELECT FROM jsonb_path_query(v, 'strict $.** ? (@.type() == "number")') AS t(j),
+                                           LATERAL (SELECT j::numeric) AS x(x)
+                               WHERE scale(x) > 63 OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33))) THEN
+                out[n] := regexp_replace(v::text,
+                                         '("(?:[^"\\]|\\.)*")|([,:]) |(\.[0-9]*[1-9])0+(?![0-9])|\.0+(?![0-9])',
+                                         '\1\2\3', 'g');
+                CONTINUE;
+            END IF;
+            IF jsonb_typeof(v) = 'object' THEN
+                SELECT array_agg(to_jsonb(k)::text ORDER BY o), array_agg(j ORDER BY o) INTO keys, items
+                FROM jsonb_each(v) WITH ORDINALITY AS t(k, j, o);
+                out[n] := '{';
+                top := top + 1;
+                vals[top] := NULL; lits[top] := '}'; depths[top] := depth;
+                FOR i IN REVERSE coalesce(array_length(items, 1), 0) .. 1 LOOP
+                    top := top + 1;
+                    vals[top] := items[i]; lits[top] := NULL; depths[top] := depth + 1;
+                    top := top + 1;
+                    vals[top] := NULL; lits[top] := CASE WHEN i > 1 THEN ',' ELSE '' END || keys[i] || ':';
+                    depths[top] := depth;
+                END LOOP;
+            ELSE
+                SELECT array_agg(j ORDER BY o) INTO items
+                FROM jsonb_array_elements(v) WITH ORDINALITY AS t(j, o);
+                out[n] := '[';
+                top := top + 1;
+                vals[top] := NULL; lits[top] := ']'; depths[top] := depth;
+                FOR i IN REVERSE coalesce(array_length(items, 1), 0) .. 1 LOOP
+                    top := top + 1;
+                    vals[top] := items[i]; lits[top] := NULL; depths[top] := depth + 1;
+                    IF i > 1 THEN
+                        top := top + 1;
+                        vals[top] := NULL; lits[top] := ','; depths[top] := depth;
+                    END IF;
+                END LOOP;
+            END IF;
+        ELSE
+            out[n] := v::text;      -- string, true, false, null
+        END CASE;
+    END LOOP;
+    RETURN array_to_string(out, '');
 END
 $idem_hash_canonical$;
 COMMENT ON FUNCTION idem_hash_canonical(jsonb) IS
@@ -126,33 +178,53 @@ AS $idem_request_hash$
 DECLARE
     numbers jsonb := jsonb_path_query_array(request, 'strict $.** ? (@.type() == "number")');
     x numeric;
+    points integer := 0;
+    zeros text[] := '{}';
+    form text;
     doc text;
+    canonical text;
 BEGIN
     /*
-     * The common case: every number plain (10^-32 <= |x| < 10^33, or 0) and
-     * with no trailing zeros: its jsonb text is its canonical text, and
-     * short.  (A number's display scale shows only in SQL: scale(); a
-     * loop over the numbers costs less than a query over them.)
+     * The common case: every number plain (10^-32 <= |x| < 10^33, or 0)
+     * with a display scale of at most 63, so that its jsonb text is short;
+     * those with trailing zeros are noted.  (A number's display scale
+     * shows only in SQL: scale(); a loop over the numbers costs less than
+     * a query over them.)
      */
     FOR i IN 0 .. jsonb_array_length(numbers) - 1 LOOP
         x := (numbers -> i)::numeric;
-        IF scale(x) <> min_scale(x) OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33)) THEN
+        IF scale(x) > 63 OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33)) THEN
             RETURN sha256(convert_to(idem_hash_canonical(request), getdatabaseencoding()));
         END IF;
+        IF scale(x) > 0 THEN
+            points := points + 1;
+            IF scale(x) <> min_scale(x) THEN
+                zeros := zeros || x::text;
+            END IF;
+        END IF;
     END LOOP;
+    doc := request::text;
     /*
      * Then json_strip_nulls writes jsonb's text compact, re-escaping strings
      * as jsonb does; it drops object members that are null, so those are
      * made a number first that jsonb's text cannot hold outside a string
      * (one with an exponent), and made null again after.  Inside strings
-     * the same text is replaced both ways, so it comes back as it was; if
-     * the stand-in occurs in the text already, idem_hash_canonical does it.
+     * the same text is replaced both ways, so it comes back as it was.
+     * Trailing zeros are dropped from the numbers noted, by text followed
+     * by what can follow a number; only when no string holds a point (every
+     * point in the text is a number's), so that no string is touched.
      */
-    doc := request::text;
-    IF strpos(doc, '-0.0E-0') = 0 THEN
-        RETURN sha256(convert_to(replace(json_strip_nulls(replace(doc, '": null', '": -0.0E-0')::json)::text,
-                                         '-0.0E-0', 'null'),
-                                 getdatabaseencoding()));
+    IF strpos(doc, '-0.0E-0') = 0
+       AND (cardinality(zeros) = 0 OR length(doc) - length(replace(doc, '.', '')) = points) THEN
+        canonical := replace(json_strip_nulls(replace(doc, '": null', '": -0.0E-0')::json)::text, '-0.0E-0', 'null');
+        FOREACH form IN ARRAY zeros LOOP
+            x := trim_scale(form::numeric);
+            canonical := replace(replace(replace(canonical, form || ',', x || ','), form || ']', x || ']'), form || '}', x || '}');
+            IF canonical = form THEN
+                canonical := x::text;
+            END IF;
+        END LOOP;
+        RETURN sha256(convert_to(canonical, getdatabaseencoding()));
     END IF;
     RETURN sha256(convert_to(idem_hash_canonical(request), getdatabaseencoding()));
 END

@@ -4,8 +4,9 @@
  * settles a processing key, or one the attempts limit made final.  'fail'
  * makes it failed, not retryable, with the given response replayed to
  * later claims, under a new token so the old holder is fenced off, kept
- * for idempotency.retention from now (now taken after the row's lock);
- * 'release' deletes it so the next claim is new.
+ * for idempotency.retention from now (taken before the guarded UPDATE and
+ * moved on after a wait, as in idem_complete.sql); 'release' deletes it so
+ * the next claim is new.
  */
 CREATE FUNCTION idem_resolve(
     key text,
@@ -22,8 +23,7 @@ DECLARE
     v_scope constant text := scope;
     v_retention interval;
     new_token bigint;
-    now_ts timestamptz;
-    expires timestamptz;
+    stamp timestamptz;
 BEGIN
     PERFORM idem__check_key(v_key, v_scope);
     IF action IS NULL THEN
@@ -37,8 +37,14 @@ BEGIN
             DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
             HINT = 'The action is ''fail'' or ''release''.';
     END IF;
-    PERFORM _idem_record_read_only('idem_resolve');
-    PERFORM _idem_record_check_response(response, v_key, v_scope);
+    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+        RAISE EXCEPTION USING ERRCODE = '25006',
+            MESSAGE = 'cannot execute idem_resolve() in a read-only transaction';
+    END IF;
+    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+       OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
+        PERFORM _idem_record_check_response(response, v_key, v_scope);
+    END IF;
     v_retention := idem__retention();
     PERFORM idem__check_row_security();
 
@@ -54,35 +60,29 @@ BEGIN
         RETURN;
     END IF;
 
-    /* 'fail': a new token (drawn first, as the C build draws it) */
+    /* 'fail': a new token, drawn before the statement as the C build draws it */
     new_token := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
     IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
         RAISE EXCEPTION USING ERRCODE = '54000',
             MESSAGE = 'idempotency_token_seq is exhausted on this node',
             DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
     END IF;
-    PERFORM FROM idempotency_keys AS k
-     WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
-       AND k.status OPERATOR(pg_catalog.<>) 'completed'
-       AND (k.status OPERATOR(pg_catalog.<>) 'failed'
-            OR (NOT k.retryable AND k.response OPERATOR(pg_catalog.->>) 'error' OPERATOR(pg_catalog.=) 'attempts_exhausted'))
-       FOR NO KEY UPDATE;
-    IF NOT FOUND THEN
-        PERFORM _idem_record_no_match('idem_resolve', v_key, v_scope, NULL);
-    END IF;
-    now_ts := pg_catalog.clock_timestamp();
-    expires := now_ts OPERATOR(pg_catalog.+) v_retention;
+    stamp := pg_catalog.clock_timestamp();
     UPDATE idempotency_keys AS k
        SET status = 'failed', retryable = false, token = new_token,
            response_code = idem_resolve.response_code, response = idem_resolve.response,
-           locked_until = NULL, updated_at = now_ts, expires_at = expires,
-           due_at = LEAST(k.due_at, expires)
+           locked_until = NULL, updated_at = stamp, expires_at = stamp OPERATOR(pg_catalog.+) v_retention,
+           due_at = LEAST(k.due_at, stamp OPERATOR(pg_catalog.+) v_retention)
      WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
        AND k.status OPERATOR(pg_catalog.<>) 'completed'
        AND (k.status OPERATOR(pg_catalog.<>) 'failed'
             OR (NOT k.retryable AND k.response OPERATOR(pg_catalog.->>) 'error' OPERATOR(pg_catalog.=) 'attempts_exhausted'));
     IF NOT FOUND THEN
         PERFORM _idem_record_no_match('idem_resolve', v_key, v_scope, NULL);
+    END IF;
+    /* the UPDATE waited (another writer of the row): count from now */
+    IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp OPERATOR(pg_catalog.>) '10 ms'::interval THEN
+        PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[new_token], stamp);
     END IF;
 END
 $idem_resolve$;

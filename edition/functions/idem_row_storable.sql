@@ -39,8 +39,9 @@ BEGIN
             numbers := numbers OPERATOR(pg_catalog.+) pg_catalog.length(pg_catalog.trunc(a)::text);
         ELSE
             /* digits before the point: the d with 10^(d-1) <= a < 10^d */
+            /* numeric has at most 131072 digits before the point: 1e131072 overflows */
             lo := 16;
-            hi := 140000;
+            hi := 131072;
             WHILE lo OPERATOR(pg_catalog.<) hi LOOP
                 mid := (lo OPERATOR(pg_catalog.+) hi) OPERATOR(pg_catalog./) 2;
                 IF a OPERATOR(pg_catalog.<) ('1e' OPERATOR(pg_catalog.||) mid::text)::numeric THEN
