@@ -32,7 +32,8 @@ bench_maybe_in_chroot()
 		--exclude=./test/results --exclude=./test/tmp_check --exclude=node_modules \
 		--exclude='*.o' --exclude='*.bc' --exclude='*.so' -cf - . | tar -C "$root/work/project" -xf -
 	touch "$root/work/project/.bench-start"
-	args=$(printf '%q ' "$@")
+	args=""
+	[ $# -gt 0 ] && args=$(printf '%q ' "$@")
 	chroot_exec "$root" "IDEM_IN_CHROOT=1 IDEM_COMMIT='$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (with changes)')' PG_MAJOR=$PG_MAJOR bash $script $args" \
 		"$(chroot_apt_cache "$PG_MAJOR")" || rc=$?
 	# the results the run wrote (newer than the copy), back into the tree

@@ -75,6 +75,7 @@ BUILD=1
 SAVE=1
 
 usage() { sed -n '2,42p' bench/run.sh | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+ARGS=("$@")   # for bench_maybe_in_chroot (bench/chroot.sh)
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) WHAT=quick ROUNDS=1 RUN_SECONDS=4 STORAGE_KEYS=20000 ;;
@@ -93,7 +94,7 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || { echo "run as root (PostgreSQL and Redis run as their own OS users)" >&2; exit 2; }
 . bench/chroot.sh
-bench_maybe_in_chroot bench/run.sh "$@"   # a PostgreSQL this system lacks: in its Debian release's chroot
+bench_maybe_in_chroot bench/run.sh ${ARGS[@]+"${ARGS[@]}"}   # a PostgreSQL this system lacks: in its Debian release's chroot
 
 log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 commas() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }   # 12345 -> 12,345
