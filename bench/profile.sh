@@ -64,7 +64,7 @@ done
 . bench/chroot.sh
 bench_maybe_in_chroot bench/profile.sh ${ARGS[@]+"${ARGS[@]}"}
 if [ "$EDITION" = 1 ]; then
-	case " $* " in *" --paths "*) ;; *) PATHS="floor:new claim_only:new ed_claim_only:new claim:new ed_claim:new claim:replay ed_claim:replay execute:new ed_execute:new execute:replay ed_execute:replay" ;; esac
+	case " ${ARGS[*]-} " in *" --paths "*) ;; *) PATHS="floor:new claim_only:new ed_claim_only:new claim:new ed_claim:new claim:replay ed_claim:replay execute:new ed_execute:new execute:replay ed_execute:replay" ;; esac
 	bash edition/build.sh >/dev/null || exit 1
 fi
 log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
