@@ -9,6 +9,7 @@ REVOKE ALL ON TABLE idempotency_keys FROM PUBLIC;
 REVOKE ALL ON SEQUENCE idempotency_token_seq FROM PUBLIC;
 REVOKE ALL ON TABLE idempotency_row_security FROM PUBLIC;
 REVOKE ALL ON TABLE idempotency_stats FROM PUBLIC;
+-- idem_execute's two overloads: edition/functions/idem_execute.sql (the edition cannot declare the C build's VARIADIC "any")
 REVOKE ALL ON FUNCTION idem_checkpoint(text, text, text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION idem_checkpoint(text, text, text, bigint) TO idempotency_app;
 REVOKE ALL ON FUNCTION idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer) FROM PUBLIC;
@@ -18,10 +19,6 @@ GRANT EXECUTE ON FUNCTION idem_claim_batch(text[], jsonb[], text, interval, inte
 REVOKE ALL ON FUNCTION idem_complete(text, integer, jsonb, text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION idem_complete(text, integer, jsonb, text, bigint) TO idempotency_app;
 REVOKE ALL ON FUNCTION idem_distribute(regclass, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION idem_execute(text, jsonb, text, integer, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION idem_execute(text, jsonb, text, integer, text) TO idempotency_app;
-REVOKE ALL ON FUNCTION idem_execute(text, jsonb, text, integer, text, VARIADIC "any") FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION idem_execute(text, jsonb, text, integer, text, VARIADIC "any") TO idempotency_app;
 REVOKE ALL ON FUNCTION idem_expire(integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION idem_expire(integer) TO idempotency_admin;
 REVOKE ALL ON FUNCTION idem_fail(text, text, bigint, integer, jsonb, boolean) FROM PUBLIC;

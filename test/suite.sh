@@ -13,6 +13,10 @@
 #   make check-monitoring  prometheus-postgres-exporter with monitoring/queries.yaml
 #                          against two databases with traffic; the dashboard's
 #                          metrics
+#   (no make target)       bash test/suite.sh edition: the SQL edition
+#                          (test/lib/suites.sh, suite_edition); test/run.sh
+#                          installs what it needs (pg_tle's build
+#                          dependencies, postgresql-N-cron)
 #
 # As root (servers run as the postgres OS user).  It installs nothing the
 # suite does not fetch for itself (http: Node.js, Go and Java with their
@@ -29,8 +33,8 @@ cd "$(dirname "$0")/.." || exit 2
 
 suite=${1:-}
 case $suite in
-valgrind | citus | http | package | bench | monitoring) ;;
-*) echo "usage: test/suite.sh valgrind|citus|http|package|bench|monitoring (make check-...)" >&2; exit 2 ;;
+valgrind | citus | http | package | bench | monitoring | edition) ;;
+*) echo "usage: test/suite.sh valgrind|citus|http|package|bench|monitoring|edition (make check-...)" >&2; exit 2 ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "test/suite.sh: run as root (it starts servers as the postgres OS user)" >&2; exit 2; }
 [ -x "$PG_BIN/pg_config" ] || { echo "test/suite.sh: no PostgreSQL at $PG_BIN" >&2; exit 2; }

@@ -27,10 +27,12 @@
  *         placeholders any role may SET in its session, and neither
  *         current_setting nor pg_settings (which lists no placeholder) can
  *         tell who set a value.  So: when the session user (session_user,
- *         whom no non-superuser can change) is a superuser, as the session
- *         has it (current_setting: every value in such a session was set
- *         by a superuser or by what one ran); otherwise the session's
- *         value is ignored and only pg_catalog.pg_db_role_setting is read,
+ *         whom no non-superuser can change) is a superuser, or (PostgreSQL
+ *         15 on) was granted SET on the parameter (GRANT SET ON PARAMETER,
+ *         with which the C build lets it SET the setting too), as the
+ *         session has it (current_setting: every value in such a session
+ *         was set by a role allowed to or by what one ran); otherwise the
+ *         session's value is ignored and only pg_catalog.pg_db_role_setting is read,
  *         where PostgreSQL lets only a superuser (or a role granted SET on
  *         the parameter, PostgreSQL 15 on) store a placeholder's value:
  *         ALTER ROLE <session user> IN DATABASE <this> SET, then ALTER
@@ -101,7 +103,16 @@
  *     64 held: wait => true without taking it; not wait => only tests it
  *     (a session lock tried and let go at once).  The ids held are kept in
  *     the transaction-local setting idempotency_edition.key_locks, which a
- *     rolled-back subtransaction undoes with the locks it took.
+ *     rolled-back subtransaction undoes with the locks it took.  But not
+ *     always with the locks: a lock taken while a cursor opened before the
+ *     subtransaction is fetched from belongs to the cursor's portal and
+ *     outlives the subtransaction's rollback, the setting does not.  So
+ *     while a cursor is open (pg_cursors) the count is the backend's int8
+ *     advisory locks in pg_locks, when higher (the application's own count
+ *     too: the cap comes sooner, never later).  The C build lets go of the
+ *     locks a rolled-back subtransaction took even under a cursor; the
+ *     edition cannot (a transaction-level advisory lock is held to the
+ *     transaction's end): they count against the 64 until then.
  * idem__key_locks_held() RETURNS integer   how many key locks the transaction holds.
  *
  * idem__restamp(scope text, keys text[], tokens bigint[], stamped timestamptz) RETURNS boolean
@@ -125,8 +136,15 @@ AS $idem__setting$
 DECLARE
     v text;
 BEGIN
-    IF name NOT IN ('idempotency.stale_policy', 'idempotency.max_key_length')
-       OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r
+    IF name NOT IN ('idempotency.stale_policy', 'idempotency.max_key_length') THEN
+        RETURN pg_catalog.current_setting(name, true);
+    END IF;
+    IF pg_catalog.current_setting('server_version_num')::integer OPERATOR(pg_catalog.>=) 150000 THEN
+        /* (a statement of its own: before 15 the function does not exist) */
+        IF pg_catalog.has_parameter_privilege(pg_catalog.session_user(), name, 'SET') THEN
+            RETURN pg_catalog.current_setting(name, true);
+        END IF;
+    ELSIF (SELECT r.rolsuper FROM pg_catalog.pg_roles r
             WHERE r.rolname OPERATOR(pg_catalog.=) pg_catalog.session_user()) THEN
         RETURN pg_catalog.current_setting(name, true);
     END IF;
@@ -470,6 +488,20 @@ BEGIN
     END IF;
     n := CASE WHEN held OPERATOR(pg_catalog.=) '' THEN 0
               ELSE pg_catalog.array_length(pg_catalog.string_to_array(held, ','), 1) END;
+    /*
+     * With a cursor open, locks taken while fetching from it in a
+     * subtransaction since rolled back are still held (the cursor's portal
+     * owns them) though the setting forgot them: count what the backend
+     * holds (its own int8 advisory locks too, which can only make the cap
+     * come sooner).  pg_cursors lists this session's cursors only.
+     */
+    IF n OPERATOR(pg_catalog.<) 64 AND EXISTS (SELECT FROM pg_catalog.pg_cursors) THEN
+        n := GREATEST(n, (SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks l
+                           WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+                             AND l.objsubid OPERATOR(pg_catalog.=) 1
+                             AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
+                             AND l.granted)::integer);
+    END IF;
     IF n OPERATOR(pg_catalog.>=) 64 THEN
         IF wait THEN
             RETURN true;

@@ -20,15 +20,19 @@
  * its end when it may have waited after writing them (idem__restamp).
  *
  * Differences from the C build:
- * - A wait is not measured (PL/pgSQL cannot see time asleep): the rows are
- *   moved forward when the INSERT took longer than 10 ms plus 50 us a row,
- *   or a later key's idem_claim longer than 10 ms.  A shorter wait is not
- *   counted; a merely slow call moves its rows too (one write more, the
+ * - A wait is not measured (PL/pgSQL cannot see time asleep, which the C
+ *   build reads from /proc/self/schedstat): the rows are moved forward when
+ *   the INSERT took longer than 10 ms plus 200 us a row (a loaded server
+ *   runs the 3,000-row INSERT of sql/batch.sql in 50 to 90 us a row), or a
+ *   later key's idem_claim longer than 10 ms.  A shorter wait is not
+ *   counted (a lease may then count from up to that long before the call
+ *   ends); a merely slow call moves its rows too (one write more a row, the
  *   same times).  A row made final by the attempts limit is not moved.
  * - The keys that have a row are found before the locks, and only the
- *   others are locked (the C build locks every key, then lets go of the
- *   locks of keys that had a row; PL/pgSQL cannot let go of a
- *   transaction-level advisory lock).
+ *   others are locked and given a token (the C build locks every key and
+ *   draws a token for each, then lets go of the locks of keys that had a
+ *   row; PL/pgSQL cannot let go of a transaction-level advisory lock): the
+ *   token values drawn differ, never their order or uniqueness.
  * - "mismatch" is decided on the row read just before that key's
  *   idem_claim; a row rewritten with another request by a transaction that
  *   commits between that read and idem_claim's fails the call with IK001
@@ -98,6 +102,7 @@ DECLARE
     res_rp text[];
     answer_bytes bigint := 0;
     act text;
+    locks_full boolean := false;
     sorted_tokens bigint[];
 BEGIN
     /* the arguments, in the C build's order */
@@ -209,7 +214,13 @@ BEGIN
                             WHERE x.scope OPERATOR(pg_catalog.=) v_scope AND x.key OPERATOR(pg_catalog.=) u.k);
         IF pg_catalog.cardinality(new_keys) OPERATOR(pg_catalog.>) 0 THEN
             FOREACH k IN ARRAY new_keys LOOP
-                PERFORM idem__lock_key(v_scope, k, true);
+                /* past the 64 key locks a transaction holds, idem__lock_key takes none (wait => true) */
+                IF NOT locks_full THEN
+                    locks_full := idem__key_locks_held() OPERATOR(pg_catalog.>=) 64;
+                    IF NOT locks_full THEN
+                        PERFORM idem__lock_key(v_scope, k, true);
+                    END IF;
+                END IF;
                 t := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
                 IF t OPERATOR(pg_catalog.<=) 0 OR t OPERATOR(pg_catalog.>=) 281474976710656 THEN
                     RAISE EXCEPTION USING ERRCODE = '54000',
@@ -243,7 +254,7 @@ BEGIN
             /* an INSERT slower than its work: it may have waited for another writer's row */
             waited := (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp)
                       OPERATOR(pg_catalog.>) ('10 ms'::interval
-                         OPERATOR(pg_catalog.+) ('50 us'::interval OPERATOR(pg_catalog.*) pg_catalog.cardinality(new_keys)));
+                         OPERATOR(pg_catalog.+) ('200 us'::interval OPERATOR(pg_catalog.*) pg_catalog.cardinality(new_keys)));
         END IF;
     END IF;
 

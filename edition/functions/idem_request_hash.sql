@@ -12,15 +12,28 @@
  * and the hash is SHA-256 of that text in the database encoding.  The bytea
  * and text variants hash the bytes as given.
  *
- * Two ways to the canonical text, the same text either way:
- *	- the common case: every number is plain (zero, or 10^-32 <= |n| < 10^33)
- *	  and has a display scale of at most 63, so jsonb's own text is short
- *	  (at most about 100 characters a number): one regexp pass over it drops
- *	  the separators' spaces outside strings and the trailing zeros of
- *	  fractions;
- *	- otherwise idem_hash_canonical walks the document, printing no number
- *	  in full: 1e131000 is 131,001 characters as jsonb prints it, and 0e-16383
- *	  16,385, for a few bytes stored (idem_hash_number).
+ * The canonical text is made one of three ways, the same text each way:
+ *	- the common case, every number plain (zero, or 10^-32 <= |n| < 10^33)
+ *	  with a display scale of at most 63, so that jsonb's own text is short
+ *	  (about 100 characters a number at most): jsonb's text made compact by
+ *	  json_strip_nulls (null members stood in for), trailing zeros dropped
+ *	  from fractions when no string holds a point;
+ *	- numbers plain, but a string holds a point (or the stand-in for null
+ *	  members): one regexp pass over jsonb's text (slower: PostgreSQL's
+ *	  regexps report submatches slowly);
+ *	- a number not plain: idem_hash_canonical walks the document, printing
+ *	  no number in full: 1e131000 is 131,001 characters as jsonb prints it,
+ *	  and 0e-16383 16,385, for a few bytes stored (idem_hash_number).
+ * Which way is chosen from the numbers' values and scale() (jsonpath sees
+ * no display scale), without printing any of them.
+ *
+ * Differences from the C build: the jsonpath that finds the numbers
+ * recurses (the C build's iterator does not), so a document nested deeper
+ * than about 10,000 levels (at max_stack_depth 2MB; jsonb's parser takes
+ * about 14,000) raises 54001 stack depth limit exceeded; and the walk
+ * copies each container it enters, so a deeply nested document with a
+ * number out of the plain range costs time in the product of its size and
+ * depth (10,000 levels: about 2 s).
  */
 
 /*
@@ -179,7 +192,8 @@ DECLARE
     numbers jsonb := jsonb_path_query_array(request, 'strict $.** ? (@.type() == "number")');
     x numeric;
     points integer := 0;
-    zeros text[] := '{}';
+    zeros text[] := '{}';           -- the first five of them
+    nzeros integer := 0;
     form text;
     doc text;
     canonical text;
@@ -199,7 +213,10 @@ BEGIN
         IF scale(x) > 0 THEN
             points := points + 1;
             IF scale(x) <> min_scale(x) THEN
-                zeros := zeros || x::text;
+                nzeros := nzeros + 1;
+                IF nzeros <= 5 THEN
+                    zeros[nzeros] := x::text;
+                END IF;
             END IF;
         END IF;
     END LOOP;
@@ -210,23 +227,37 @@ BEGIN
      * made a number first that jsonb's text cannot hold outside a string
      * (one with an exponent), and made null again after.  Inside strings
      * the same text is replaced both ways, so it comes back as it was.
-     * Trailing zeros are dropped from the numbers noted, by text followed
-     * by what can follow a number; only when no string holds a point (every
-     * point in the text is a number's), so that no string is touched.
+     * Trailing zeros are dropped from the numbers noted, when no string
+     * holds a point (every point in the text is a number's, so no string is
+     * touched): for a few, by their text followed by what can follow a
+     * number (a suffix of another number is its trailing zeros too);
+     * for more, by a regexp pass over the points.
      */
     IF strpos(doc, '-0.0E-0') = 0
-       AND (cardinality(zeros) = 0 OR length(doc) - length(replace(doc, '.', '')) = points) THEN
+       AND (nzeros = 0 OR length(doc) - length(replace(doc, '.', '')) = points) THEN
         canonical := replace(json_strip_nulls(replace(doc, '": null', '": -0.0E-0')::json)::text, '-0.0E-0', 'null');
-        FOREACH form IN ARRAY zeros LOOP
-            x := trim_scale(form::numeric);
-            canonical := replace(replace(replace(canonical, form || ',', x || ','), form || ']', x || ']'), form || '}', x || '}');
-            IF canonical = form THEN
-                canonical := x::text;
-            END IF;
-        END LOOP;
+        IF nzeros > 4 THEN
+            canonical := regexp_replace(canonical, '(\.[0-9]*[1-9])0+(?![0-9])|\.0+(?![0-9])', '\1', 'g');
+        ELSE
+            FOREACH form IN ARRAY zeros LOOP
+                x := trim_scale(form::numeric);
+                canonical := replace(replace(replace(canonical, form || ',', x || ','), form || ']', x || ']'),
+                                     form || '}', x || '}');
+                IF canonical = form THEN
+                    canonical := x::text;
+                END IF;
+            END LOOP;
+        END IF;
         RETURN sha256(convert_to(canonical, getdatabaseencoding()));
     END IF;
-    RETURN sha256(convert_to(idem_hash_canonical(request), getdatabaseencoding()));
+    /*
+     * Every number plain, but a string holds a point or the stand-in: one
+     * regexp pass over jsonb's text, strings kept as they are, the
+     * separators' spaces and the fractions' trailing zeros dropped.
+     */
+    RETURN sha256(convert_to(regexp_replace(doc, '("(?:[^"\\]|\\.)*")|([,:]) |(\.[0-9]*[1-9])0+(?![0-9])|\.0+(?![0-9])',
+                                            '\1\2\3', 'g'),
+                             getdatabaseencoding()));
 END
 $idem_request_hash$;
 COMMENT ON FUNCTION idem_request_hash(jsonb) IS
@@ -234,20 +265,24 @@ COMMENT ON FUNCTION idem_request_hash(jsonb) IS
 
 CREATE FUNCTION idem_request_hash(request bytea)
 RETURNS bytea
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_request_hash$
-SELECT sha256(request)
+BEGIN
+    RETURN sha256(request);
+END
 $idem_request_hash$;
 COMMENT ON FUNCTION idem_request_hash(bytea) IS
     'SHA-256 of the request bytes as given';
 
 CREATE FUNCTION idem_request_hash(request text)
 RETURNS bytea
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_request_hash$
-SELECT sha256(convert_to(request, getdatabaseencoding()))
+BEGIN
+    RETURN sha256(convert_to(request, getdatabaseencoding()));   -- its bytes as stored
+END
 $idem_request_hash$;
 COMMENT ON FUNCTION idem_request_hash(text) IS
     'SHA-256 of the request text as given (its bytes in the database encoding)';

@@ -138,6 +138,12 @@ FROM (SELECT to_jsonb(round(0::numeric, 16383)) UNION ALL
       SELECT (repeat('[', 2000) || '{"x, y": null}' || repeat(']', 2000))::jsonb UNION ALL
       SELECT jsonb_build_object('k', NULL, 'n', jsonb_build_array(NULL, '": null', '-0.0E-0')) UNION ALL
       SELECT jsonb_build_object('a', '-0.0E-0', 'b', NULL) UNION ALL
+      -- many fractions with trailing zeros, no point in any string
+      SELECT (SELECT jsonb_agg(CASE WHEN k % 5 = 0 THEN to_jsonb(round(k::numeric, i % 4))
+                                    WHEN k % 7 = 0 THEN jsonb_build_object('a', round((random() * 100)::numeric, 3), 'b', 'x, y: z')
+                                    ELSE to_jsonb(round((random() * 1000)::numeric, 1 + k % 4)) END)
+              FROM generate_series(1, 2 + i % 30) AS k)
+      FROM generate_series(1, 2000) AS i UNION ALL
       -- strings holding a number's own text, and what may follow it
       SELECT jsonb_build_object('n', x, 's', x::text || d, 'a', jsonb_build_array(d || x::text || d, x, 'x' || x::text),
                                 x::text || d, x, 'z', CASE WHEN i % 3 = 0 THEN NULL ELSE x END)
@@ -180,10 +186,11 @@ SELECT ed.idem_request_hash(NULL::jsonb) IS NULL AS null_jsonb, ed.idem_request_
 -- \u0000 is no jsonb text at all (neither build hashes it)
 SELECT '"\u0000"'::jsonb;
 
--- the same labels as the C functions
+-- the same labels, argument names and comments as the C functions
 SELECT pg_get_function_identity_arguments(p.oid) AS args, p.provolatile, p.proisstrict, p.proparallel, p.prosecdef,
        p.provolatile = c.provolatile AND p.proisstrict = c.proisstrict AND p.proparallel = c.proparallel
-       AND p.prosecdef = c.prosecdef AND p.prorettype = c.prorettype AS same_as_c
+       AND p.prosecdef = c.prosecdef AND p.prorettype = c.prorettype AND p.proargnames = c.proargnames
+       AND obj_description(p.oid, 'pg_proc') = obj_description(c.oid, 'pg_proc') AS same_as_c
 FROM pg_proc p JOIN pg_proc c ON c.proname = p.proname AND c.proargtypes = p.proargtypes
 WHERE p.proname = 'idem_request_hash' AND p.pronamespace = 'ed'::regnamespace
   AND c.pronamespace = 'public'::regnamespace

@@ -45,6 +45,8 @@ PLAIN=$root/edition/dist/idempotency-sql--$version.sql
 TLE=$root/edition/dist/idempotency-pgtle--$version.sql
 DATA=$DIR/data
 failed=0
+# the functions the C build keeps from PUBLIC
+KEPT=$(sed -nE 's/^REVOKE ALL ON FUNCTION ([a-z_]+)\(.*FROM PUBLIC;$/\1/p' "$root/edition/privileges.sql" | sort -u | paste -sd ' ')
 
 ok() { echo "ok $1"; }
 notok() {
@@ -68,18 +70,19 @@ check() {
 	if [ "$got" = "$want" ]; then ok "$name"; else notok "$name" "want: $want
 got:  $got"; fi
 }
-# refused NAME SQLSTATE ROLE DB SQL: SQL must fail with SQLSTATE
+# refused NAME SQLSTATE ROLE DB SQL [MESSAGE]: SQL must fail with SQLSTATE
+# (and that message)
 refused() {
-	local name=$1 want=$2 got
-	got=$(printf '\\set VERBOSITY sqlstate\n%s\n' "$5" | q "$3" "$4" -f - 2>&1)
+	local name=$1 want="ERROR:  $2${6:+: $6}" got
+	got=$(printf '\\set VERBOSITY verbose\n%s\n' "$5" | q "$3" "$4" -f - 2>&1)
 	case $got in
-	*"ERROR:  $want"*) ok "$name" ;;
-	*) notok "$name" "want: ERROR $want
+	*"$want"*) ok "$name" ;;
+	*) notok "$name" "want: $want
 got:  $got" ;;
 	esac
 }
 
-[ -f "$PLAIN" ] && [ -f "$TLE" ] || { notok "edition (no $PLAIN: make edition first)"; exit 1; }
+if [ ! -f "$PLAIN" ] || [ ! -f "$TLE" ]; then notok "edition (no $PLAIN: make edition first)"; exit 1; fi
 pkglib=$(pg_config --pkglibdir)
 sharedir=$(pg_config --sharedir)
 if [ -e "$sharedir/extension/idempotency.control" ] || [ -e "$pkglib/idempotency.so" ]; then
@@ -241,17 +244,36 @@ flow() {
 		"SELECT idem_resolve('k2', 'm1', 'release') IS NOT NULL, idem_expire() >= 0"
 	refused "$db/public-cannot-claim" 42501 outsider "$db" "SELECT * FROM idem_claim('k3')"
 	refused "$db/public-cannot-read" 42501 outsider "$db" "SELECT count(*) FROM idempotency_keys"
-	# what PUBLIC may use: idem_request_hash, as in the C build; nothing else
-	# of the installation (a SECURITY DEFINER helper included)
-	check "$db/public-has-nothing (but idem_request_hash)" "idem_request_hash(bytea),idem_request_hash(jsonb),idem_request_hash(text)|0" \
-		"$owner" "$db" \
-		"SELECT (SELECT string_agg(p.oid::regprocedure::text, ',' ORDER BY p.oid::regprocedure::text)
-		         FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
-		           AND has_function_privilege('outsider', p.oid, 'EXECUTE')),
-		        (SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
-		           AND (has_table_privilege('outsider', c.oid, 'SELECT,INSERT,UPDATE,DELETE')
-		                OR c.relkind = 'S' AND has_sequence_privilege('outsider', c.oid, 'USAGE,UPDATE')))"
+	refused "$db/public-cannot-execute" 42501 outsider "$db" "SELECT * FROM idem_execute('k3', NULL, '', 200, 'SELECT 1')"
+	# PUBLIC reaches nothing: no privilege on a table, view or sequence of
+	# the installation, no SECURITY DEFINER function it may call, and none
+	# of the functions the C build keeps from PUBLIC (privileges.sql's
+	# REVOKE ... FROM PUBLIC), whatever the overload.  What it may call
+	# besides idem_request_hash (functions that run as the caller, such as
+	# idem_request_hash's helpers) is named in the line.
+	out=$(q "$owner" "$db" -v kept="$KEPT" <<'SQL'
+SELECT (SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
+          AND (has_table_privilege('outsider', c.oid, 'SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER')
+               OR c.relkind = 'S' AND has_sequence_privilege('outsider', c.oid, 'USAGE,SELECT,UPDATE'))),
+       (SELECT count(*) FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace AND p.prosecdef
+          AND has_function_privilege('outsider', p.oid, 'EXECUTE')),
+       (SELECT coalesce(string_agg(p.oid::regprocedure::text, ' ' ORDER BY 1), '') FROM pg_proc p
+         WHERE p.pronamespace = 'public'::regnamespace AND p.proname = ANY (string_to_array(:'kept', ' '))
+           AND has_function_privilege('outsider', p.oid, 'EXECUTE')),
+       (SELECT coalesce(string_agg(p.oid::regprocedure::text, ' ' ORDER BY 1), '') FROM pg_proc p
+         WHERE p.pronamespace = 'public'::regnamespace AND p.proname <> 'idem_request_hash'
+           AND p.proname <> ALL (string_to_array(:'kept', ' '))
+           AND has_function_privilege('outsider', p.oid, 'EXECUTE'));
+SQL
+	)
+	case $out in
+	"0|0||") ok "$db/public-reaches-nothing (PUBLIC may call idem_request_hash and nothing else)" ;;
+	"0|0||"*) ok "$db/public-reaches-nothing (besides idem_request_hash, PUBLIC may call: ${out#0|0||})" ;;
+	*) notok "$db/public-reaches-nothing" "relations PUBLIC may use|SECURITY DEFINER functions PUBLIC may call|functions kept from PUBLIC in the C build that PUBLIC may call|others
+$out" ;;
+	esac
 }
+
 # --- pg_cron: scheduled now, checked at the end (its first run can be a
 # minute away) --------------------------------------------------------------
 CRON_READY=""
@@ -319,7 +341,8 @@ SQL
 		check "payments/tenant-own-scope" "new" merchant-42 payments \
 			"SELECT outcome FROM idem_claim('t1', NULL, 'merchant-42')"
 		refused "payments/tenant-other-scope" 42501 merchant-42 payments \
-			"SELECT outcome FROM idem_claim('t1', NULL, 'merchant-43')"
+			"SELECT outcome FROM idem_claim('t1', NULL, 'merchant-43')" \
+			'new row violates row-level security policy for table "idempotency_keys"'
 		check "payments/tenant-sees-own-rows" "merchant-42" merchant-42 payments \
 			"SELECT string_agg(DISTINCT scope, ',') FROM idempotency_keys"
 	else

@@ -26,8 +26,8 @@ export PATH="$PG_BIN:$PATH" PGHOST=$DIR PGPORT=$PORT
 version=$(sed -nE "s/^default_version = '([^']+)'/\1/p" "$root/idempotency.control")
 PLAIN=$root/edition/dist/idempotency-sql--$version.sql
 failed=0
-ok() { echo "ok $1"; }
-notok() { failed=1; echo "not ok $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/# /'; return 0; }
+ok() { echo "ok migrate/$1"; }
+notok() { failed=1; echo "not ok migrate/$1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/# /'; return 0; }
 q() { local db=$1; shift; psql -X -qAt -v ON_ERROR_STOP=1 -d "$db" "$@" 2>&1; }
 
 mkdir -p "$DIR"

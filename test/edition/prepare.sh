@@ -39,7 +39,7 @@ esac
 rm -f "$pkglib"/idempotency.so "$pkglib"/bitcode/idempotency.index.bc "$sharedir"/extension/idempotency.control \
 	"$sharedir"/extension/idempotency--*.sql
 rm -rf "$pkglib"/bitcode/idempotency
-if ls "$pkglib" "$sharedir/extension" | grep -q '^idempotency'; then
+if compgen -G "$pkglib/idempotency*" >/dev/null || compgen -G "$sharedir/extension/idempotency*" >/dev/null; then
 	echo "test/edition/prepare.sh: the C build's files are still in the copy" >&2
 	exit 1
 fi

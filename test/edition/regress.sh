@@ -39,9 +39,9 @@ PLAIN=$root/edition/dist/idempotency-sql--$version.sql
 
 # The files that run against the edition, in the Makefile's order
 REGRESS="setup claim attempts batch record hash input expire expire_backlog execute execute_hostile
-key_locks attack_interval attack_execute attack_dump attack_lock_id plans large_response await"
+key_locks owner attack_interval attack_execute attack_dump attack_lock_id plans large_response await"
 ISOLATION="claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await
-claim_repeatable_read claim_serializable takeover execute execute_race attack_lock_squat attack_probe
+claim_repeatable_read claim_serializable takeover execute execute_race attack_probe
 attack_savepoint_locks scope_policy_before_lock lease_after_wait row_type_change"
 # and those that do not, each with its reason
 declare -A EXCLUDED=(
@@ -52,7 +52,11 @@ declare -A EXCLUDED=(
 	[isolation/attack_guard_matview]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
 	[isolation/attack_guard_sequence]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
 	[isolation/attack_mapping_rule]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
+	[isolation/attack_lock_squat]="the edition's key locks are advisory locks, which a role that reads a lock id in pg_locks can take (docs/managed.md, What differs)"
 )
+# and the edition's own tests (test/edition/sql/NAME.sql, expected/NAME.out),
+# run as they are, after setup
+EDITION_ONLY=$(cd "$root/test/edition/sql" 2>/dev/null && ls -- *.sql 2>/dev/null | sed 's/\.sql$//' | tr '\n' ' ')
 failed=0
 notok() { failed=1; echo "not ok $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/# /'; return 0; }
 
@@ -61,6 +65,7 @@ notok() { failed=1; echo "not ok $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed '
 listed=$(for t in $REGRESS no_preload; do echo "regress/$t"; done; for t in $ISOLATION; do echo "isolation/$t"; done)
 mk=$(make -s -C "$root" --no-print-directory PG_CONFIG="$PG_BIN/pg_config" -f Makefile -f - print-REGRESS print-ISOLATION \
 	<<<'print-%: ; @echo $($*)')
+# shellcheck disable=SC2046 # make prints names without spaces
 makefile_lists=$( (set -- $(sed -n 1p <<<"$mk"); for t; do echo "regress/$t"; done; echo regress/no_preload
 	set -- $(sed -n 2p <<<"$mk"); for t; do echo "isolation/$t"; done) | sort -u)
 ours=$( (printf '%s\n' "$listed"; printf '%s\n' "${!EXCLUDED[@]}") | sort -u)
@@ -114,6 +119,10 @@ for t in $REGRESS; do
 		done
 	fi
 done
+for t in $EDITION_ONLY; do
+	cp "$root/test/edition/sql/$t.sql" "$DIR/regress/sql/"
+	cp "$root/test/edition/expected/$t.out" "$DIR/regress/expected/"
+done
 for t in $ISOLATION; do
 	cp "$root/test/specs/$t.spec" "$DIR/iso/specs/"
 	if [ -f "$root/test/edition/expected/iso/$t.out" ]; then
@@ -158,7 +167,7 @@ report() {
 
 # shellcheck disable=SC2086
 (cd "$DIR/regress" && "$PGXS_DIR/src/test/regress/pg_regress" --bindir="$PG_BIN" --host="$DIR" --port="$PORT" \
-	--user=postgres --inputdir=. --outputdir=. --dbname=contrib_regression $REGRESS) >"$DIR/regress.log" 2>&1
+	--user=postgres --inputdir=. --outputdir=. --dbname=contrib_regression $REGRESS $EDITION_ONLY) >"$DIR/regress.log" 2>&1
 report regress "$DIR/regress.log"
 
 # the isolation database, with the edition installed, made here

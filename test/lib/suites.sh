@@ -196,6 +196,109 @@ suite_docs()
 	done
 }
 
+# The SQL edition (edition/, docs/managed.md): make edition, then on a
+# private copy of this PostgreSQL without the C build and with pg_tle built
+# into it (test/edition/prepare.sh, as root; ../shared/pg_tle/build.sh)
+# test/edition/install.sh (pg_tle as on RDS, the plain script as on Cloud
+# SQL/Azure/Neon, expiry through pg_cron where Debian has it: one server)
+# and test/edition/regress.sh (sql/ and test/specs/ against the edition, on
+# a server of its own without preload); then test/edition/hash_corpus.sql
+# through pg_regress on a server of the installed PostgreSQL, in a
+# database with the C build in public and the edition's plain script in
+# schema ed, compared with test/edition/hash_corpus.out.  Lines
+# "pgN/edition/NAME".
+suite_edition()
+{
+	local bin out port dir=$WORK/edition line why="" build part
+	say "edition (the SQL edition: make edition; test/edition/install.sh, regress.sh, hash_corpus.sql, migrate.sh)"
+	if ! run_logged "$WORK/edition_build.log" "${MAKE_PG[@]}" edition; then
+		fail "edition/build (make edition)"
+		cat "$WORK/edition_build.log"
+		return
+	fi
+	build=$(cd .. && pwd)/shared/pg_tle/build.sh
+	if [ ! -f "$build" ]; then
+		fail "edition/prepare (no ../shared/pg_tle/build.sh beside the repository to build pg_tle with)"
+		return
+	fi
+	if ! run_logged "$WORK/edition_prepare.log" env PGTLE_BUILD="$build" \
+		bash "$WORK/test/edition/prepare.sh" "$PG_BIN" "$dir/pg"; then
+		fail "edition/prepare (a copy of PostgreSQL $PG_MAJOR with pg_tle, test/edition/prepare.sh)"
+		tail_logs "$WORK/edition_prepare.log"
+		return
+	fi
+	bin=$(tail -n 1 "$WORK/edition_prepare.log")
+	edition_lines()
+	{
+		while IFS= read -r line; do
+			case $line in
+			"ok "*) pass "edition/${line#ok }"; why="" ;;
+			"not ok "*) fail "edition/${line#not ok }"; why=1 ;;
+			"skip "*) skip "edition/${line#skip }"; why="" ;;
+			"# not run on the edition: "*) note "${line#\# }" ;;
+			"# "*) [ -n "$why" ] && printf '          %s\n' "${line#\# }" ;;
+			*) [ -n "$line" ] && printf '          %s\n' "$line" ;;
+			esac
+		done <"$1"
+	}
+	for part in install regress; do
+		port=$(free_port 55540)
+		as_postgres mkdir -p "$dir/$part"
+		run_logged "$WORK/edition_$part.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+			bash "$WORK/test/edition/$part.sh" "$bin" "$dir/$part" "$port"
+		out=$?
+		edition_lines "$WORK/edition_$part.log"
+		grep -q '^\(ok\|not ok\) ' "$WORK/edition_$part.log" ||
+			fail "edition/$part (test/edition/$part.sh exited $out and ran nothing)"
+		[ "$out" -ne 0 ] && ! grep -q '^not ok ' "$WORK/edition_$part.log" &&
+			fail "edition/$part (test/edition/$part.sh exited $out)"
+	done
+	edition_hash_corpus
+	# moving between the editions: the C build's server ($PG_BIN)
+	port=$(free_port 55550)
+	as_postgres mkdir -p "$dir/migrate"
+	run_logged "$WORK/edition_migrate.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+		bash "$WORK/test/edition/migrate.sh" "$PG_BIN" "$dir/migrate" "$port"
+	out=$?
+	edition_lines "$WORK/edition_migrate.log"
+	grep -q '^\(ok\|not ok\) ' "$WORK/edition_migrate.log" ||
+		fail "edition/migrate (test/edition/migrate.sh exited $out and ran nothing)"
+}
+
+# test/edition/hash_corpus.sql: the C build's idem_request_hash (public)
+# against the edition's (schema ed), in one database, through pg_regress.
+edition_hash_corpus()
+{
+	local port data=$WORK/edition/hash_data dir=$WORK/edition/hash out
+	if [ ! -f test/edition/hash_corpus.sql ] || [ ! -f test/edition/hash_corpus.out ]; then
+		fail "edition/hash_corpus (test/edition/hash_corpus.sql or .out is missing)"
+		return
+	fi
+	port=$(free_port 55545)
+	if ! PRELOAD=0 start_server "$data" "$port"; then
+		fail "edition/hash_corpus (server did not start)"
+		return
+	fi
+	as_postgres mkdir -p "$dir/sql" "$dir/expected"
+	as_postgres cp "$WORK/test/edition/hash_corpus.sql" "$dir/sql/"
+	as_postgres cp "$WORK/test/edition/hash_corpus.out" "$dir/expected/"
+	if out=$(as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
+		-c "CREATE DATABASE edition_hash" 2>&1) &&
+		out=$(as_postgres psql -X -q -h "$WORK" -p "$port" -d edition_hash -v ON_ERROR_STOP=1 \
+			-c "CREATE EXTENSION idempotency" -c "CREATE SCHEMA ed" -c "SET search_path = ed" \
+			-f "$WORK/edition/dist/idempotency-sql--$(sed -nE "s/^default_version = '([^']+)'/\1/p" idempotency.control).sql" 2>&1); then
+		run_logged "$WORK/edition_hash.log" runuser -u postgres -- env -C "$dir" PATH="$PG_BIN:$PATH" \
+			"$PGXS_DIR/src/test/regress/pg_regress" --bindir="$PG_BIN" --host="$WORK" --port="$port" \
+			--inputdir=. --outputdir=. --use-existing --dbname=edition_hash hash_corpus
+		count_regress edition "$WORK/edition_hash.log"
+		cat "$dir/regression.diffs" 2>/dev/null
+	else
+		fail "edition/hash_corpus (the C build in public, the plain script in schema ed)"
+		printf '%s\n' "$out"
+	fi
+	stop_server "$data"
+}
+
 # make prove_installcheck, one file at a time; each file's tmp_check (its
 # servers' logs) is moved to tap/NAME before the next one starts.
 suite_tap()
