@@ -15,6 +15,11 @@
  *          [--clients 8] [--seconds 8] [--warmup 1] [--keys N] [--tag T]
  *          [--requests N]   (each client stops after N requests instead of
  *                            after --seconds; bench/profile.sh uses it)
+ *          [--text-args]    (execute: both statement arguments as text, the
+ *                            amount cast in the statement: $5::text and
+ *                            VALUES ($1, $2::int); the SQL edition's
+ *                            idem_execute takes VARIADIC anycompatiblearray,
+ *                            so one type, where the C build takes "any")
  *   driver --redis HOST:PORT --fill-redis N      (completed keys for replays)
  *
  * Variants (request = what one API request costs the service):
@@ -101,6 +106,7 @@ static const char *mode_names[] = {"new", "replay", "contention"};
 
 static const char *opt_pg = NULL;
 static const char *opt_redis = NULL;
+static int	opt_text_args = 0;
 static const char *opt_tag = "t";
 static enum variant opt_variant = V_FLOOR;
 static enum mode opt_mode = M_NEW;
@@ -636,7 +642,10 @@ connect_client(Client *c)
 		prepare(c, "claim", "SELECT outcome, response_code, response FROM idem_claim($1, $2::jsonb, $3)");
 		prepare(c, "complete", "SELECT idem_complete($1, 201, $2::jsonb, $3)");
 	}
-	if (opt_variant == V_EXECUTE)
+	if (opt_variant == V_EXECUTE && opt_text_args)
+		prepare(c, "execute", "SELECT outcome, response_code, response FROM idem_execute($1, $2::jsonb, $3, 201, "
+				"'INSERT INTO payments (order_id, amount) VALUES ($1, $2::int) RETURNING id', $4::text, $5::text)");
+	else if (opt_variant == V_EXECUTE)
 		prepare(c, "execute", "SELECT outcome, response_code, response FROM idem_execute($1, $2::jsonb, $3, 201, "
 				"'INSERT INTO payments (order_id, amount) VALUES ($1, $2) RETURNING id', $4::text, $5::int)");
 	/* the physical limit: payment and bare key row, one statement, no checks */
@@ -1011,6 +1020,11 @@ main(int argc, char **argv)
 		const char *a = argv[i],
 				   *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (strcmp(a, "--text-args") == 0)
+		{
+			opt_text_args = 1;
+			continue;
+		}
 		if (v == NULL)
 			die("%s needs a value", a);
 		i++;

@@ -10,6 +10,14 @@
 #            default 20) --paths "variant:mode ..." --no-build --save (writes
 #            bench/results/profile-pgN.txt, the latest: git keeps the
 #            earlier ones) --keep DIR (the callgrind files)
+#   bash bench/profile.sh --edition --calls 100 --no-build
+#            the SQL edition beside the C build: its plain script
+#            (edition/build.sh) in schema sqled with its own copy of
+#            bench/schema.sql's tables and replay keys; paths ed_claim:new,
+#            ed_claim:replay, ed_claim_only:new, ed_execute:new,
+#            ed_execute:replay run the driver's statements on connections
+#            whose search_path is sqled (the default paths then: those and
+#            the same of the C build); saved as edition-profile-pgN.txt
 #
 # A throwaway PostgreSQL 15 (test/lib/common.sh) is set up as bench/run.sh
 # sets it up (bench/schema.sql, bench/plpgsql_reference.sql, 10,000 completed
@@ -36,6 +44,8 @@ PATHS="floor:new limit:new spi_floor:new spi_floor_rules:new claim_only:new clai
 BUILD=1
 SAVE=0
 KEEP=""
+EDITION=0
+ARGS=("$@")   # for bench_maybe_in_chroot (bench/chroot.sh)
 while [ $# -gt 0 ]; do
 	case $1 in
 	--calls) CALLS=$2; shift ;;
@@ -44,12 +54,19 @@ while [ $# -gt 0 ]; do
 	--no-build) BUILD=0 ;;
 	--save) SAVE=1 ;;
 	--keep) KEEP=$2; shift ;;
+	--edition) EDITION=1 ;;
 	-h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "unknown option: $1" >&2; exit 2 ;;
 	esac
 	shift
 done
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 2; }
+. bench/chroot.sh
+bench_maybe_in_chroot bench/profile.sh ${ARGS[@]+"${ARGS[@]}"}
+if [ "$EDITION" = 1 ]; then
+	case " ${ARGS[*]-} " in *" --paths "*) ;; *) PATHS="floor:new claim_only:new ed_claim_only:new claim:new ed_claim:new claim:replay ed_claim:replay execute:new ed_execute:new execute:replay ed_execute:replay" ;; esac
+	bash edition/build.sh >/dev/null || exit 1
+fi
 log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 
 apt_install gcc make libc6-dev procps $PG_PACKAGES \
@@ -68,7 +85,9 @@ if [ "$BUILD" = 1 ]; then
 		make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null ||
 		{ echo "profile: the build failed" >&2; exit 1; }
 fi
-build_and_install_floor >/dev/null
+FLOOR=1
+case " $PATHS " in *spi_floor*) ;; *) [ "$EDITION" = 1 ] && FLOOR=0 ;; esac   # the SPI floor only where a path needs it
+[ "$FLOOR" = 1 ] && build_and_install_floor >/dev/null
 make_workdir
 cleanup() { local rc=$?; stop_server "$WORK/data"; rm -rf "$WORK"; exit "$rc"; }
 trap cleanup EXIT
@@ -94,7 +113,7 @@ log "set up: extension, tables, $KEYS completed keys"
 sql -d postgres -c "CREATE EXTENSION idempotency" -c "CREATE ROLE app LOGIN IN ROLE idempotency_app" \
 	-c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
 sql -U app -d postgres -f bench/schema.sql -f bench/plpgsql_reference.sql >/dev/null
-sql -d postgres -f bench/floor/floor.sql >/dev/null
+[ "$FLOOR" = 1 ] && sql -d postgres -f bench/floor/floor.sql >/dev/null
 sql -d postgres -c "INSERT INTO idempotency_keys (scope, key, status, response_code, token, created_at, updated_at,
         expires_at, request_hash, response, due_at)
     SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('idempotency_token_seq'), now(), now(),
@@ -109,6 +128,21 @@ sql -d postgres -c "INSERT INTO idempotency_keys (scope, key, status, response_c
     SELECT 'merchant-42', $KEY_OF, $LIMIT_HASH_OF, jsonb_build_object('id', i)
     FROM generate_series(1, $KEYS) i" \
 	-c "VACUUM ANALYZE" -c CHECKPOINT >/dev/null
+if [ "$EDITION" = 1 ]; then
+	# as bench/run.sh --edition: the grants on idem_execute applied to the
+	# signature the edition defines, when privileges.sql names the C build's
+	cp edition/dist/idempotency-sql--0.4.0.sql "$WORK/tmp/edition.sql"
+	sed -i 's/idem_execute(text, jsonb, text, integer, text, VARIADIC "any")/idem_execute(text, jsonb, text, integer, text, VARIADIC anycompatiblearray)/' "$WORK/tmp/edition.sql"
+	chown postgres "$WORK/tmp/edition.sql"
+	sql -d postgres -c "CREATE SCHEMA sqled" -c "GRANT USAGE ON SCHEMA sqled TO idempotency_app" -c "GRANT CREATE ON SCHEMA sqled TO app" >/dev/null
+	sql -d postgres -c "SET search_path = sqled" -f "$WORK/tmp/edition.sql" >/dev/null
+	sql -U app -d postgres -c "SET search_path = sqled" -f bench/schema.sql >/dev/null
+	sql -d postgres -c "INSERT INTO sqled.idempotency_keys (scope, key, status, response_code, token, created_at, updated_at,
+	        expires_at, request_hash, response, due_at)
+	    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('sqled.idempotency_token_seq'), now(), now(),
+	        now() + interval '24 h', sqled.idem_request_hash($REQ_OF), jsonb_build_object('id', i), now() + interval '24 h'
+	    FROM generate_series(1, $KEYS) i" -c "VACUUM ANALYZE" -c CHECKPOINT >/dev/null
+fi
 stop_server "$WORK/data"
 
 # --- the same server under callgrind (every process it forks: one file each)
@@ -141,6 +175,7 @@ label()
 	execute:replay) echo "idem_execute, replay" ;;
 	plpgsql:new) echo "PL/pgSQL reference, new key: BEGIN; ref_claim; INSERT; ref_complete; COMMIT" ;;
 	plpgsql:replay) echo "PL/pgSQL reference, replay: ref_claim" ;;
+	ed_*) echo "SQL edition: $(label "${1#ed_}")" ;;
 	*) echo "$1" ;;
 	esac
 }
@@ -148,8 +183,11 @@ label()
 # run the driver for $2 calls of path $1; prints the callgrind file of its backend
 profiled_run()
 {
-	local v=${1%%:*} m=${1#*:} out pid
-	out=$("$WORK/driver" --pg "$CONNINFO" --clients 1 --variant "$v" --mode "$m" --keys "$KEYS" \
+	local v=${1%%:*} m=${1#*:} out pid conn=$CONNINFO extra=""
+	# ed_X: the driver's variant X on the SQL edition's connections
+	case $v in ed_*) conn="$CONNINFO options='-c search_path=sqled'" v=${v#ed_} ;; esac
+	[ "$EDITION" = 1 ] && extra=--text-args
+	out=$("$WORK/driver" --pg "$conn" $extra --clients 1 --variant "$v" --mode "$m" --keys "$KEYS" \
 		--requests "$2" --warmup 0 --tag "p$RANDOM") || { echo "driver failed: $out" >&2; return 1; }
 	grep -q '^ERROR' <<<"$out" && { echo "$out" >&2; return 1; }
 	pid=$(sed -n 's/^BACKENDS //p' <<<"$out")
@@ -168,7 +206,7 @@ report()   # $1 short file, $2 long file, $3 path
 
 {
 	echo "# bench/profile.sh --calls $CALLS --warmup $WARM"
-	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); idempotency at $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) cores; PostgreSQL $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1), extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"); $(valgrind --version) --tool=callgrind"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); idempotency at ${IDEM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}; $(nproc) cores; PostgreSQL $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1), extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"); $(valgrind --version) --tool=callgrind"
 	echo "per path: one backend, prepared statements (bench/driver.c --clients 1), $CALLS calls after $WARM; counts are the backend's own (not the WAL writer's, not the client's)"
 } >"$WORK/report.txt"
 nm -D --defined-only "$PG_BIN/postgres" | awk '$2 ~ /^[TtWw]$/' | sort >"$WORK/syms.txt"
@@ -195,6 +233,8 @@ mv "$WORK/final.txt" "$WORK/report.txt"
 cat "$WORK/report.txt"
 if [ "$SAVE" = 1 ]; then
 	mkdir -p bench/results
-	cp "$WORK/report.txt" "bench/results/profile-pg$PG_MAJOR.txt"
-	log "saved bench/results/profile-pg$PG_MAJOR.txt"
+	name=profile-pg$PG_MAJOR
+	[ "$EDITION" = 1 ] && name=edition-profile-pg$PG_MAJOR
+	cp "$WORK/report.txt" "bench/results/$name.txt"
+	log "saved bench/results/$name.txt"
 fi

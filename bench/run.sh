@@ -7,12 +7,18 @@
 #   bash bench/run.sh            default: 3 alternating rounds x 8 s per variant (~9 min)
 #   bash bench/run.sh --quick    1 round x 4 s (~2.5 min; for a look, not for the README)
 #   bash bench/run.sh --check    contention mode only, 2 s each: exactly-once, no timing (for tests)
+#   bash bench/run.sh --edition  the SQL edition (edition/dist/idempotency-sql--0.4.0.sql, made by
+#                                make edition) beside the C build in the same server and run:
+#                                3 rounds x 5 s of the claim / execute variants of both (~6 min);
+#                                results in bench/results/edition-pgN.txt (below)
 #   bash bench/run.sh --scale    claim latency with 100,000 vs 10,000,000 keys, the limit beside (~20 min, ~12 GB in /tmp;
 #                                SMALL=... LARGE=... to change the sizes)
 #   options: --rounds N --seconds S --clients N --no-build (use the installed extension)
 #            --no-save (do not write bench/results/)
 #   PG_MAJOR=18 bash bench/run.sh  the same against PostgreSQL 18 (installed, or
-#                                  in that version's Debian release)
+#                                  in that version's Debian release: a chroot made by
+#                                  test/lib/chroot.sh, the tree copied in, the results
+#                                  copied back to bench/results/)
 #
 # Variants (ratios are to the floor, per round, median over rounds):
 #   floor        plain INSERT into an indexed payments table, autocommit, 1 round trip
@@ -32,6 +38,12 @@
 #                primary key, hash compared by the client (1).  Not in
 #                contention mode: a duplicate fails on the primary key.
 #                The table also gives tps and server CPU relative to it.
+#   ed_claim, ed_execute  (--edition) claim and execute against the SQL
+#                edition: the same driver statements on connections whose
+#                search_path is 'sqled' (the plain script and bench/schema.sql's
+#                tables installed in schema sqled of the same database); checked after the rounds
+#                by pg_stat_user_functions (track_functions = all) that they
+#                called sqled's functions and not the C build's
 #   spi_floor, spi_floor_explicit, spi_floor_rules  the SPI floors
 #                (bench/floor/idem_floor.c; bench/README.md): idem_execute's
 #                and the explicit pattern's statements alone, through SPI;
@@ -62,11 +74,13 @@ WHAT=default
 BUILD=1
 SAVE=1
 
-usage() { sed -n '2,30p' bench/run.sh | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,42p' bench/run.sh | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+ARGS=("$@")   # for bench_maybe_in_chroot (bench/chroot.sh)
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) WHAT=quick ROUNDS=1 RUN_SECONDS=4 STORAGE_KEYS=20000 ;;
 	--check) WHAT=check ROUNDS=1 RUN_SECONDS=2 SAVE=0 ;;
+	--edition) WHAT=edition RUN_SECONDS=5 ;;
 	--scale) WHAT=scale RUN_SECONDS=10 ;;
 	--rounds) ROUNDS=$2; shift ;;
 	--seconds) RUN_SECONDS=$2; shift ;;
@@ -79,13 +93,15 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ "$(id -u)" = 0 ] || { echo "run as root (PostgreSQL and Redis run as their own OS users)" >&2; exit 2; }
+. bench/chroot.sh
+bench_maybe_in_chroot bench/run.sh ${ARGS[@]+"${ARGS[@]}"}   # a PostgreSQL this system lacks: in its Debian release's chroot
 
 log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 commas() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }   # 12345 -> 12,345
 
 # --- packages: only the missing ones, only then apt-get update
 apt_install gcc make libc6-dev procps $PG_PACKAGES \
-	libpq-dev libssl-dev redis-server libhiredis-dev
+	libpq-dev libssl-dev libhiredis-dev $([ "$WHAT" = edition ] || echo redis-server)
 
 # --- build and install the extension (the Makefile makes warnings errors);
 # a copy of the tree the postgres user owns is the work directory;
@@ -94,8 +110,16 @@ if [ "$BUILD" = 1 ]; then
 	log "build and install the extension"
 	build_and_install >/dev/null
 fi
-log "build and install the SPI floor (bench/floor)"
-build_and_install_floor >/dev/null
+if [ "$WHAT" = edition ]; then
+	# the SQL edition's plain script (edition/build.sh; no server needed)
+	log "make the SQL edition (edition/build.sh)"
+	bash edition/build.sh >/dev/null
+	ED_SCRIPT=edition/dist/idempotency-sql--0.4.0.sql
+	[ -s "$ED_SCRIPT" ] || { echo "no $ED_SCRIPT" >&2; exit 1; }
+else
+	log "build and install the SPI floor (bench/floor)"
+	build_and_install_floor >/dev/null
+fi
 make_workdir
 REDIS_PID=""
 cleanup()
@@ -139,7 +163,7 @@ CONNINFO="host=127.0.0.1 port=$PORT dbname=postgres user=app"
 # --- Redis (not for --scale): Debian's redis-server as the redis OS user,
 # 127.0.0.1 and a private port, no config file, so Redis's built-in
 # persistence defaults: RDB snapshots (save 3600 1 300 100 60 10000), no AOF
-if [ "$WHAT" != scale ]; then
+if [ "$WHAT" != scale ] && [ "$WHAT" != edition ]; then
 	mkdir "$WORK/redis" && chown redis:redis "$WORK/redis"
 	# a port free_port found free can be taken before Redis binds it (other
 	# runs on the machine): then try another, three times at most
@@ -174,7 +198,42 @@ schema()   # $1: database
 }
 sql -d postgres -c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
 schema postgres
-sql -d postgres -f bench/floor/floor.sql >/dev/null
+[ "$WHAT" = edition ] || sql -d postgres -f bench/floor/floor.sql >/dev/null
+
+# --edition: the SQL edition's plain script in schema sqled of the same
+# database, installed as an owner would (the postgres role here); the
+# service's role reaches it through its search_path (CONNINFO_ED)
+CONNINFO_ED="$CONNINFO options='-c search_path=sqled'"
+if [ "$WHAT" = edition ]; then
+	log "SQL edition: $ED_SCRIPT into schema sqled"
+	sql -d postgres -c "CREATE SCHEMA sqled" -c "GRANT USAGE ON SCHEMA sqled TO idempotency_app" \
+		-c "GRANT CREATE ON SCHEMA sqled TO app" >/dev/null
+	# the service's tables in sqled too (its own payments, the same
+	# definition): the edition's connections see sqled alone, no C object
+	sql -U app -d postgres -c "SET search_path = sqled" -f bench/schema.sql >/dev/null
+	# edition/privileges.sql names idem_execute(..., VARIADIC "any"), the C
+	# build's signature, where edition/functions/idem_execute.sql declares
+	# VARIADIC anycompatiblearray (PL/pgSQL cannot take "any"): until they
+	# agree, the grants are installed for the function that exists
+	cp "$ED_SCRIPT" "$WORK/tmp/edition.sql"
+	if grep -q 'VARIADIC args pg_catalog.anycompatiblearray' "$ED_SCRIPT" &&
+		grep -q 'idem_execute(text, jsonb, text, integer, text, VARIADIC "any")' "$ED_SCRIPT"; then
+		sed -i 's/idem_execute(text, jsonb, text, integer, text, VARIADIC "any")/idem_execute(text, jsonb, text, integer, text, VARIADIC anycompatiblearray)/' "$WORK/tmp/edition.sql"
+		ED_PATCHED="; its REVOKE/GRANT on idem_execute(..., VARIADIC \"any\") applied to the VARIADIC anycompatiblearray it defines (edition/privileges.sql and edition/functions/idem_execute.sql disagree)"
+		log "  (grants on idem_execute: VARIADIC \"any\" -> anycompatiblearray, as defined)"
+	fi
+	chown postgres "$WORK/tmp/edition.sql"
+	sql -d postgres -c "SET search_path = sqled" -f "$WORK/tmp/edition.sql" >/dev/null
+	# a deliberate check: the edition's functions answer on these
+	# connections, and its request hash is the C build's (replays of keys
+	# loaded by either would differ otherwise)
+	got=$(as_postgres psql -X -q -At -v ON_ERROR_STOP=1 -d "$CONNINFO_ED user=app" -c "SELECT p.pronamespace::regnamespace || ' ' || l.lanname
+	    FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.oid = 'idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer)'::regprocedure")
+	[ "$got" = "sqled plpgsql" ] || { echo "edition connections resolve idem_claim to '$got', not sqled's PL/pgSQL" >&2; exit 1; }
+	diff=$(sql -d postgres -c "SELECT count(*) FROM generate_series(1, 2000) i
+	    WHERE sqled.idem_request_hash($REQ_OF) IS DISTINCT FROM public.idem_request_hash($REQ_OF)")
+	[ "$diff" = 0 ] || { echo "the edition's request hash differs from the C build's on $diff of 2000 requests" >&2; exit 1; }
+fi
 
 fill_keys()   # $1 $2: completed keys key_of($1) .. key_of($2) in idempotency_keys, as a completed claim leaves them
 {
@@ -196,11 +255,12 @@ driver() { "$WORK/driver" --pg "$CONNINFO" --clients "$CLIENTS" --server-pids "$
 
 machine()
 {
-	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); idempotency at $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (with changes)')"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); idempotency at ${IDEM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (with changes)')}"
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) RAM, Linux $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "PostgreSQL: $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1); $(sql -d postgres -F ', ' -c "SELECT 'fsync = ' || current_setting('fsync'), 'synchronous_commit = ' || current_setting('synchronous_commit'), 'full_page_writes = ' || current_setting('full_page_writes'), 'wal_level = ' || current_setting('wal_level'), 'shared_buffers = ' || current_setting('shared_buffers'), 'max_wal_size = ' || current_setting('max_wal_size'), 'checkpoint_timeout = ' || current_setting('checkpoint_timeout')"), autovacuum on, extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'") preloaded, its expiry worker off during the rounds (idempotency.worker_databases = ''; the deferred work is measured after them)"
-	[ "$WHAT" != scale ] && echo "Redis: $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), 127.0.0.1, persistence defaults (RDB snapshots, no AOF: a SET is acknowledged before it reaches the disk)"
-	echo "driver: bench/driver.c, $CLIENTS clients (threads, one connection each) over loopback TCP, prepared statements, no pipelining"
+	[ "$WHAT" = edition ] && echo "SQL edition: $ED_SCRIPT (edition/build.sh at the same commit) in schema sqled of the same database, owned by postgres${ED_PATCHED:-}; its variants (ed_*) connect with options='-c search_path=sqled' (sqled has its own copy of bench/schema.sql's tables: no object of the C build is visible to them); $(commas "$REPLAY_KEYS") completed keys for replays in each edition's table"
+	[ "$WHAT" != scale ] && [ "$WHAT" != edition ] && echo "Redis: $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), 127.0.0.1, persistence defaults (RDB snapshots, no AOF: a SET is acknowledged before it reaches the disk)"
+	echo "driver: bench/driver.c, $CLIENTS clients (threads, one connection each) over loopback TCP, prepared statements, no pipelining$([ "$WHAT" = edition ] && echo "; idem_execute's arguments both text (--text-args: \$4::text, \$5::text, VALUES (\$1, \$2::int)) for both builds, as the edition's VARIADIC anycompatiblearray needs one type")"
 }
 
 # ============================================================ --scale
@@ -282,7 +342,7 @@ fi
 if [ "$WHAT" != check ]; then
 	log "load $REPLAY_KEYS completed keys for replays (idempotency_keys, ref_keys, Redis)"
 	fill_keys 1 "$REPLAY_KEYS" >/dev/null
-	sql -d postgres -c "INSERT INTO ref_keys (scope, key, status, response_code, token, created_at, updated_at,
+	[ "$WHAT" = edition ] || sql -d postgres -c "INSERT INTO ref_keys (scope, key, status, response_code, token, created_at, updated_at,
 	        expires_at, request_hash, response)
 	    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('ref_token_seq'), now(), now(),
 	        now() + interval '24 h', sha256(convert_to(($REQ_OF)::text, 'UTF8')), jsonb_build_object('id', i)
@@ -290,8 +350,19 @@ if [ "$WHAT" != check ]; then
 	sql -d postgres -c "INSERT INTO limit_keys (scope, key, request_hash, response)
 	    SELECT 'merchant-42', $KEY_OF, $LIMIT_HASH_OF, jsonb_build_object('id', i)
 	    FROM generate_series(1, $REPLAY_KEYS) i" >/dev/null
-	"$WORK/driver" --redis "127.0.0.1:$RPORT" --fill-redis "$REPLAY_KEYS"
+	if [ "$WHAT" = edition ]; then
+		# the same keys in the edition's table, hashed by the edition
+		sql -d postgres -c "INSERT INTO sqled.idempotency_keys (scope, key, status, response_code, token, created_at, updated_at,
+		        expires_at, request_hash, response, due_at)
+		    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('sqled.idempotency_token_seq'), now(), now(),
+		        now() + interval '24 h', sqled.idem_request_hash($REQ_OF), jsonb_build_object('id', i), now() + interval '24 h'
+		    FROM generate_series(1, $REPLAY_KEYS) i" >/dev/null
+	else
+		"$WORK/driver" --redis "127.0.0.1:$RPORT" --fill-redis "$REPLAY_KEYS"
+	fi
 
+fi
+if [ "$WHAT" != check ] && [ "$WHAT" != edition ]; then
 	# storage: keys written through the functions, one at a time, each with
 	# a 100-byte response, in a database of their own
 	log "storage: $STORAGE_KEYS keys through idem_claim / idem_complete and through the PL/pgSQL reference"
@@ -371,7 +442,11 @@ fi
 sql -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
 
 # what runs, in order: variant:mode
-if [ "$WHAT" = check ]; then
+if [ "$WHAT" = edition ]; then
+	RUNS="floor:new limit:new claim:new ed_claim:new execute:new ed_execute:new
+	      limit:replay claim:replay ed_claim:replay execute:replay ed_execute:replay
+	      claim:contention ed_claim:contention execute:contention ed_execute:contention"
+elif [ "$WHAT" = check ]; then
 	RUNS="on_conflict:contention plpgsql:contention redis:contention claim:contention execute:contention"
 else
 	RUNS="floor:new on_conflict:new limit:new spi_floor:new spi_floor_rules:new spi_floor_explicit:new plpgsql:new redis:new claim:new execute:new
@@ -382,9 +457,13 @@ RAW=$WORK/raw.txt
 : >"$RAW"
 one_run()   # $1 variant:mode, $2 round ("w" for warm-up), $3 seconds, $4 warm-up seconds
 {
-	local v=${1%%:*} m=${1#*:} out
-	out=$(driver --redis "127.0.0.1:${RPORT:-0}" --variant "$v" --mode "$m" --keys "$REPLAY_KEYS" \
-		--tag "c$2$v" --seconds "$3" --warmup "$4" 2>&1) || true
+	local v=${1%%:*} m=${1#*:} out conn=$CONNINFO
+	# ed_X: variant X of the driver on the edition's connections
+	case $v in ed_*) conn=$CONNINFO_ED ;; esac
+	local extra=""
+	[ "$WHAT" = edition ] && extra=--text-args
+	out=$(driver --pg "$conn" $extra --redis "127.0.0.1:${RPORT:-0}" --variant "${v#ed_}" --mode "$m" --keys "$REPLAY_KEYS" \
+		--tag "c$2$v" --seconds "$3" --warmup "$4" 2>&1 | sed "s/^RESULT ${v#ed_} /RESULT $v /") || true
 	if ! grep -q '^RESULT ' <<<"$out"; then   # the driver itself failed
 		out="ERROR driver: $(tr '\n' ' ' <<<"$out")
 RESULT $v $m 0 0 0 0 0 1 FAILED 0 0 0 0 0 0"
@@ -418,7 +497,7 @@ done
 # key, in batches, off the request path.  The worker is off during the
 # rounds, so that work is measured here, once, over every such key: one
 # idem_expire() call in one backend (its wall time is CPU time).
-if [ "$WHAT" != check ]; then
+if [ "$WHAT" != check ] && [ "$WHAT" != edition ]; then
 	due_sql="SELECT count(*) FROM idempotency_keys WHERE status = 'completed' AND due_at < expires_at AND due_at <= now()"
 	rekey_n=$(sql -d postgres -c "$due_sql")
 	lsn0=$(sql -d postgres -c "SELECT pg_current_wal_insert_lsn()")
@@ -432,6 +511,59 @@ if [ "$WHAT" != check ]; then
 			printf "deferred: the worker'"'"'s move of %d keys completed by idem_complete to their expiry: %.1f us and %.0f WAL bytes per key (one idem_expire() call; %d left due)\n", n, ns / n / 1000, wal / n, left }' \
 			>>"$WORK/notes.txt"
 	fi
+fi
+
+# ------------------------------------------------------------ --edition: which functions, which statements
+# After the rounds (the counters cost time of their own): each edition path
+# again for 3 s with 2 clients, track_functions = all (C functions counted
+# too: the check that the ed_ variants called sqled's functions, not the C
+# build's) and pg_stat_statements.track = all (the statements the edition's
+# PL/pgSQL runs, nested); then the C build's explicit pattern, to compare.
+if [ "$WHAT" = edition ]; then
+	log "edition: functions called and statements, per path (track_functions = all, pg_stat_statements.track = all)"
+	sql -d postgres -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "ALTER SYSTEM SET track_functions = 'all'" \
+		-c "ALTER SYSTEM SET pg_stat_statements.track = 'all'" -c "SELECT pg_reload_conf()" >/dev/null
+	sleep 1
+	W=$WORK/edition-where.txt
+	{
+		echo
+		echo "Where the time goes (after the rounds: each path 3 s more with 2 clients, track_functions = all, pg_stat_statements.track = all; times are wall-clock inside the server, so per call they include the counters' own cost and any wait for a core):"
+	} >"$W"
+	for r in ed_claim:new ed_claim:replay ed_execute:new ed_execute:replay claim:new; do
+		v=${r%%:*} m=${r#*:} conn=$CONNINFO
+		case $v in ed_*) conn=$CONNINFO_ED ;; esac
+		sql -d postgres -c "SELECT pg_stat_reset()" -c "SELECT pg_stat_statements_reset()" >/dev/null
+		out=$(driver --pg "$conn" --text-args --clients 2 --variant "${v#ed_}" --mode "$m" --keys "$REPLAY_KEYS" --tag "s$v" --seconds 3 --warmup 0 2>&1) || true
+		sleep 1.5   # the backends' statistics reach shared memory when they exit
+		n=$(sed -n 's/^RESULT [^ ]* [^ ]* \([0-9]*\) .*/\1/p' <<<"$out")
+		{
+			echo
+			echo "$v $m: ${n:-0} requests; $(grep -c '^ERROR' <<<"$out") error lines$(grep -m1 '^ERROR' <<<"$out" | sed 's/^ERROR/, first:/')"
+			echo
+			echo "functions called (pg_stat_user_functions; total includes what they call, self does not):"
+			echo
+			echo "| function | language | calls | calls / request | total µs / call | self µs / call |"
+			echo "| --- | --- | ---: | ---: | ---: | ---: |"
+			sql -d postgres -F ' | ' -c "SELECT '| ' || f.schemaname || '.' || f.funcname, l.lanname, f.calls,
+			        round(f.calls / greatest(${n:-0}, 1)::numeric, 2), round((f.total_time / f.calls * 1000)::numeric, 1),
+			        round((f.self_time / f.calls * 1000)::numeric, 1) || ' |'
+			    FROM pg_stat_user_functions f JOIN pg_proc p ON p.oid = f.funcid JOIN pg_language l ON l.oid = p.prolang
+			    WHERE f.calls > 0 AND f.schemaname IN ('public', 'sqled') ORDER BY f.total_time DESC LIMIT 14"
+			echo
+			echo "statements (pg_stat_statements, top level and nested, by total time; share: of the top-level statements' time):"
+			echo
+			echo "| top level | calls / request | mean µs | share | statement |"
+			echo "| --- | ---: | ---: | ---: | --- |"
+			sql -d postgres -F ' | ' -c "WITH s AS (SELECT * FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'postgres')
+			        AND query !~* 'pg_stat|pg_reload|ALTER SYSTEM|pg_current_wal'),
+			    t AS (SELECT sum(total_exec_time) AS top FROM s WHERE toplevel)
+			    SELECT '| ' || CASE WHEN toplevel THEN 'yes' ELSE 'nested' END, round(calls / greatest(${n:-0}, 1)::numeric, 2),
+			        round((total_exec_time / calls * 1000)::numeric, 1), round((100 * total_exec_time / nullif(t.top, 0))::numeric, 1) || '%',
+			        '\`' || left(regexp_replace(query, '\s+', ' ', 'g'), 150) || '\` |'
+			    FROM s, t ORDER BY total_exec_time DESC LIMIT 16"
+		} >>"$W"
+	done
+	sql -d postgres -c "ALTER SYSTEM RESET track_functions" -c "ALTER SYSTEM RESET pg_stat_statements.track" -c "SELECT pg_reload_conf()" >/dev/null
 fi
 
 # ------------------------------------------------------------ report
@@ -482,6 +614,7 @@ label()
 	spi_floor_explicit:new) echo "SPI floor, explicit: BEGIN, 1-statement claim, INSERT, 1-statement complete, COMMIT (5)" ;;
 	spi_floor_rules:new) echo "SPI floor under the rules: + request hashed by the server, search_path pinned (1)" ;;
 	spi_floor_rules:replay) echo "SPI floor under the rules: + request hash checked by the server, search_path pinned (1)" ;;
+	ed_*) echo "SQL edition: $(label "${1#ed_}" "$2" | sed 's/^extension: //')" ;;
 	esac
 }
 OUT=$WORK/report.txt
@@ -489,6 +622,7 @@ OUT=$WORK/report.txt
 	case $WHAT in
 	check) echo "# bench/run.sh --check: exactly-once in contention mode ($RUN_SECONDS s per variant; no timing claims)" ;;
 	quick) echo "# bench/run.sh --quick ($ROUNDS round x $RUN_SECONDS s: indicative only)" ;;
+	edition) echo "# bench/run.sh --edition: the SQL edition beside the C build, same server, same rounds ($ROUNDS x $RUN_SECONDS s)" ;;
 	*) echo "# bench/run.sh" ;;
 	esac
 	machine
@@ -509,13 +643,31 @@ OUT=$WORK/report.txt
 			"$(col "$v" "$m" 6 | awk '{printf "%.2f", $1}')" "$(col "$v" "$m" 7 | awk '{printf "%.2f", $1}')" \
 			"$(commas "$(col "$v" "$m" 8)")" "$(col "$v" "$m" 14)" "$(limit_cpu "$v" "$m")" "$(col "$v" "$m" 15)" "$(col "$v" "$m" 16)"
 	done
+	if [ "$WHAT" = edition ]; then
+		echo
+		echo "SQL edition against the C build (ratio: edition / C; per round, median over rounds):"
+		echo
+		echo "| pattern (round trips) | mode | C tps | edition tps | tps ratio | C server CPU µs | edition server CPU µs | server CPU ratio | C p50 ms | edition p50 ms | edition failed requests |"
+		echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+		for r in claim:new execute:new claim:replay execute:replay claim:contention execute:contention; do
+			v=${r%%:*} m=${r#*:}
+			edr() { awk -v v="$v" -v m="$m" -v c="$1" '$2 == v && $3 == m {a[$1] = $c} $2 == "ed_" v && $3 == m {b[$1] = $c}
+				END {for (r in b) if (a[r] > 0) print b[r] / a[r]}' "$RAW" | median | awk '{if ($1 == "-") print "-"; else printf "%.2f\n", $1}'; }
+			printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$v" "$m" | sed 's/^extension: //')" "$m" \
+				"$(commas "$(col "$v" "$m" 5)")" "$(commas "$(col "ed_$v" "$m" 5)")" "$(edr 5)" \
+				"$(col "$v" "$m" 14)" "$(col "ed_$v" "$m" 14)" "$(edr 14)" \
+				"$(col "$v" "$m" 6 | awk '{printf "%.2f", $1}')" "$(col "ed_$v" "$m" 6 | awk '{printf "%.2f", $1}')" \
+				"$(awk -v v="ed_$v" -v m="$m" '$2 == v && $3 == m {s += $9} END {print s + 0}' "$RAW")"
+		done
+		[ -s "$WORK/edition-where.txt" ] && cat "$WORK/edition-where.txt"
+	fi
 	echo
 	echo "contention: 8 clients race 4 live keys, each key changing after 50 requests; exactly-once checked after every run:"
 	sed -n 's/^\([0-9]*\) \([a-z_]*\): /  round \1, \2: /p' "$WORK/notes.txt"
 	awk '$2 == "redis" && $3 == "contention" {printf "  Redis 409 answers (locked, no response yet; retried after 1 ms): %d in round %s\n", $13, $1}' "$RAW"
 	echo "failed requests: $(awk '{s += $9} END {print s + 0}' "$RAW")"
 	grep ' ERROR ' "$WORK/notes.txt" | sed 's/^/  /' || true
-	if [ "$WHAT" != check ]; then
+	if [ "$WHAT" != check ] && [ "$WHAT" != edition ]; then
 		fwal=$(col floor new 8)
 		echo
 		lwal=$(col limit new 8)
@@ -533,6 +685,7 @@ if [ "$SAVE" = 1 ]; then
 	mkdir -p "bench/results"
 	name=run-pg$PG_MAJOR
 	[ "$WHAT" = quick ] && name=quick-pg$PG_MAJOR
+	[ "$WHAT" = edition ] && name=edition-pg$PG_MAJOR
 	cp "$OUT" "bench/results/$name.txt"
 	log "saved bench/results/$name.txt"
 fi
