@@ -1495,14 +1495,15 @@ check_upgrade
 # 14. no ERROR, FATAL or PANIC in any node's log from anything but client
 # backends (the scenarios' own errors are theirs), and no crash; but the
 # FATAL of a logical replication worker ended by DROP SUBSCRIPTION, which
-# closes every shard move in logical mode (citus/expiry-changing's rebalance)
+# closes every shard move in logical mode (citus/expiry-changing's rebalance);
+# 17 and later name the backend "logical replication apply worker"
 sleep 2 # a few more worker passes
 logbad=""
 for n in coordinator worker1 worker2; do
 	logbad="$logbad$(grep -E '^[0-9-]+ [0-9:.]+ [A-Z]+ \[[0-9]+\] ' "$DIR/$n/server.log" |
 		grep -vE '^[0-9-]+ [0-9:.]+ [A-Z]+ \[[0-9]+\] client backend ' |
 		grep -E ' (ERROR|FATAL|PANIC): |terminated by signal|server process .* was terminated' |
-		grep -vE '\] logical replication worker FATAL:  terminating logical replication worker due to administrator command$' |
+		grep -vE '\] logical replication (apply |tablesync |parallel apply )?worker FATAL:  terminating logical replication worker due to administrator command$' |
 		sed "s/^/$n: /" | head -n 5)
 "
 done
