@@ -224,41 +224,79 @@ BEGIN
 END
 $idem__int_setting$;
 
+/*
+ * The settings' readers: PL/pgSQL, not SQL (PostgreSQL before 18 parses and
+ * plans a SQL function with a SET clause again in each transaction; a
+ * PL/pgSQL function keeps its plans), and for the settings any role may SET
+ * (idem__setting returns the session's value for them) a value not set at
+ * all is the default at once, without idem__int_setting.
+ */
 CREATE FUNCTION idem__lease() RETURNS interval
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__lease$
-SELECT pg_catalog.make_interval(secs => idem__int_setting('idempotency.lease', 60, 1, 2147483647, 's'))
+DECLARE
+    raw text := pg_catalog.current_setting('idempotency.lease', true);
+BEGIN
+    IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
+        RETURN pg_catalog.make_interval(secs => 60);
+    END IF;
+    RETURN pg_catalog.make_interval(secs => idem__int_setting('idempotency.lease', 60, 1, 2147483647, 's'));
+END
 $idem__lease$;
 
 CREATE FUNCTION idem__retention() RETURNS interval
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__retention$
-SELECT pg_catalog.make_interval(secs => idem__int_setting('idempotency.retention', 86400, 1, 2147483647, 's'))
+DECLARE
+    raw text := pg_catalog.current_setting('idempotency.retention', true);
+BEGIN
+    IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
+        RETURN pg_catalog.make_interval(secs => 86400);
+    END IF;
+    RETURN pg_catalog.make_interval(secs => idem__int_setting('idempotency.retention', 86400, 1, 2147483647, 's'));
+END
 $idem__retention$;
 
 CREATE FUNCTION idem__max_key_length() RETURNS integer
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__max_key_length$
-SELECT idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B')
+BEGIN
+    RETURN idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B');
+END
 $idem__max_key_length$;
 
 CREATE FUNCTION idem__max_attempts() RETURNS integer
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__max_attempts$
-SELECT idem__int_setting('idempotency.max_attempts', 0, 0, 2147483647, '')
+DECLARE
+    raw text := pg_catalog.current_setting('idempotency.max_attempts', true);
+BEGIN
+    IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
+        RETURN 0;
+    END IF;
+    RETURN idem__int_setting('idempotency.max_attempts', 0, 0, 2147483647, '');
+END
 $idem__max_attempts$;
 
 CREATE FUNCTION idem__await_result() RETURNS interval
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__await_result$
-SELECT CASE WHEN ms OPERATOR(pg_catalog.=) 0 THEN NULL
-            ELSE pg_catalog.make_interval(secs => ms OPERATOR(pg_catalog./) 1000.0) END
-  FROM (SELECT idem__int_setting('idempotency.await_result', 0, 0, 3600000, 'ms') AS ms) s
+DECLARE
+    raw text := pg_catalog.current_setting('idempotency.await_result', true);
+    ms integer;
+BEGIN
+    IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
+        RETURN NULL;
+    END IF;
+    ms := idem__int_setting('idempotency.await_result', 0, 0, 3600000, 'ms');
+    RETURN CASE WHEN ms OPERATOR(pg_catalog.=) 0 THEN NULL
+                ELSE pg_catalog.make_interval(secs => ms OPERATOR(pg_catalog./) 1000.0) END;
+END
 $idem__await_result$;
 
 CREATE FUNCTION idem__stale_reclaim() RETURNS boolean
@@ -503,7 +541,15 @@ DECLARE
     held text := COALESCE(pg_catalog.current_setting('idempotency_edition.key_locks', true), '');
     n integer;
 BEGIN
-    id := idem__key_lock_id(scope, key);
+    /* idem__key_lock_id, its probe only under row level security */
+    IF (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
+         WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass) THEN
+        id := idem__key_lock_id(scope, key);
+    ELSE
+        id := ('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(
+                  idem__key_lock_secret(scope) OPERATOR(pg_catalog.||)
+                  pg_catalog.convert_to(key, pg_catalog.getdatabaseencoding())), 1, 8), 'hex'))::bit(64)::bigint;
+    END IF;
     IF pg_catalog.strpos(',' OPERATOR(pg_catalog.||) held OPERATOR(pg_catalog.||) ',',
                          ',' OPERATOR(pg_catalog.||) id::text OPERATOR(pg_catalog.||) ',') OPERATOR(pg_catalog.>) 0 THEN
         RETURN true;

@@ -321,6 +321,7 @@ DECLARE
     new_token pg_catalog.int8;
     stamp pg_catalog.timestamptz;
     resp pg_catalog.jsonb;
+    maxlen pg_catalog.int4;
 BEGIN
     IF query IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'statement must not be null',
@@ -337,12 +338,24 @@ BEGIN
     END IF;
 
     /* what the C build checks before the statement: the key, the times, read-only */
-    PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
-    PERFORM _IDEM_SCHEMA_.idem__check_interval(_IDEM_SCHEMA_.idem__lease(), 'lease',
-                                               pg_catalog.clock_timestamp(), key, scope);
-    PERFORM _IDEM_SCHEMA_.idem__check_interval(_IDEM_SCHEMA_.idem__retention(), 'retention',
-                                               pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) _IDEM_SCHEMA_.idem__lease(),
-                                               key, scope);
+    /* idem__check_key's checks here; it runs (and raises) only when one fails */
+    IF key IS NULL OR scope IS NULL THEN
+        PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
+    END IF;
+    maxlen := _IDEM_SCHEMA_.idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B');
+    IF pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 0
+       OR pg_catalog.octet_length(key) OPERATOR(pg_catalog.>) maxlen
+       OR pg_catalog.octet_length(scope) OPERATOR(pg_catalog.>) maxlen
+       OR key OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]'
+       OR scope OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]' THEN
+        PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
+    END IF;
+    /*
+     * The lease and the retention, read from their settings (1 s to 2^31-1 s,
+     * checked there), pass idem__check_interval always: read for their
+     * errors only.
+     */
+    PERFORM _IDEM_SCHEMA_.idem__lease(), _IDEM_SCHEMA_.idem__retention();
     IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
         RAISE EXCEPTION USING ERRCODE = '25006',
             MESSAGE = 'cannot execute idem_execute() in a read-only transaction';
@@ -479,7 +492,9 @@ BEGIN
     IF subxacts OPERATOR(pg_catalog.<) 32
        AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
        AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN
-        PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+        IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+            PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+        END IF;
         IF NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
                         WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
                           AND i.key OPERATOR(pg_catalog.=) idem_execute.key)
