@@ -64,7 +64,9 @@ BEGIN
     IF v_key IS NULL OR v_scope IS NULL THEN
         PERFORM idem__check_key(v_key, v_scope);
     END IF;
-    maxlen := idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B');
+    /* idem__max_key_length(): idem__int_setting only for a value that is set */
+    maxlen := CASE WHEN COALESCE(idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
+                   ELSE idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
     IF pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.=) 0
        OR pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) maxlen
        OR pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.>) maxlen

@@ -342,7 +342,9 @@ BEGIN
     IF key IS NULL OR scope IS NULL THEN
         PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
     END IF;
-    maxlen := _IDEM_SCHEMA_.idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B');
+    /* idem__max_key_length(): idem__int_setting only for a value that is set */
+    maxlen := CASE WHEN COALESCE(_IDEM_SCHEMA_.idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
+                   ELSE _IDEM_SCHEMA_.idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
     IF pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 0
        OR pg_catalog.octet_length(key) OPERATOR(pg_catalog.>) maxlen
        OR pg_catalog.octet_length(scope) OPERATOR(pg_catalog.>) maxlen
