@@ -182,7 +182,18 @@ BEGIN
     IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
         RETURN dflt;
     END IF;
-    m := pg_catalog.regexp_match(raw, '^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$');
+    /*
+     * Digits and a unit of PostgreSQL's, as SHOW prints the C build's
+     * settings ('1min', '255B', '0'), without a regular expression: what
+     * the regexp_match below would find in them, for a fraction of its cost.
+     */
+    units := pg_catalog.ltrim(raw, '0123456789');
+    IF units OPERATOR(pg_catalog.<>) raw
+       AND units IN ('', 'us', 'ms', 's', 'min', 'h', 'd', 'B', 'kB', 'MB', 'GB', 'TB') THEN
+        m := ARRAY[pg_catalog.left(raw, pg_catalog.length(raw) OPERATOR(pg_catalog.-) pg_catalog.length(units)), units];
+    ELSE
+        m := pg_catalog.regexp_match(raw, '^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$');
+    END IF;
     IF m IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22023',
             MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw),
