@@ -53,6 +53,10 @@
  *     PostgreSQL rounds; a value it cannot read or out of [lo, hi] raises
  *     22023 as SET would have under the C build (the edition cannot refuse
  *     the SET itself: without the library the setting is a placeholder).
+ * idem__int_value(name text, raw text, dflt integer, lo integer, hi integer, unit text) RETURNS integer
+ *     idem__int_setting's reading of raw, a value of setting name already
+ *     read (idem__int_setting(...) = idem__int_value(name, idem__setting(name), ...));
+ *     the readers of the settings any role may SET pass current_setting's.
  * idem__lease() / idem__retention() RETURNS interval
  *     idempotency.lease (60 s) / idempotency.retention (86400 s), 1..INT_MAX s.
  * idem__max_key_length() RETURNS integer   idempotency.max_key_length, 255, 1..1024.
@@ -171,8 +175,17 @@ RETURNS integer
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__int_setting$
+BEGIN
+    RETURN idem__int_value(name, idem__setting(name), dflt, lo, hi, unit);
+END
+$idem__int_setting$;
+
+CREATE FUNCTION idem__int_value(name text, raw text, dflt integer, lo integer, hi integer, unit text)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $idem__int_value$
 DECLARE
-    raw text := idem__setting(name);
     m text[];
     num numeric;
     factor numeric;
@@ -233,7 +246,7 @@ BEGIN
     END IF;
     RETURN v::integer;
 END
-$idem__int_setting$;
+$idem__int_value$;
 
 /*
  * The settings' readers: PL/pgSQL, not SQL (PostgreSQL before 18 parses and
@@ -252,7 +265,7 @@ BEGIN
     IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
         RETURN pg_catalog.make_interval(secs => 60);
     END IF;
-    RETURN pg_catalog.make_interval(secs => idem__int_setting('idempotency.lease', 60, 1, 2147483647, 's'));
+    RETURN pg_catalog.make_interval(secs => idem__int_value('idempotency.lease', raw, 60, 1, 2147483647, 's'));
 END
 $idem__lease$;
 
@@ -266,7 +279,7 @@ BEGIN
     IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
         RETURN pg_catalog.make_interval(secs => 86400);
     END IF;
-    RETURN pg_catalog.make_interval(secs => idem__int_setting('idempotency.retention', 86400, 1, 2147483647, 's'));
+    RETURN pg_catalog.make_interval(secs => idem__int_value('idempotency.retention', raw, 86400, 1, 2147483647, 's'));
 END
 $idem__retention$;
 
@@ -289,7 +302,7 @@ BEGIN
     IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
         RETURN 0;
     END IF;
-    RETURN idem__int_setting('idempotency.max_attempts', 0, 0, 2147483647, '');
+    RETURN idem__int_value('idempotency.max_attempts', raw, 0, 0, 2147483647, '');
 END
 $idem__max_attempts$;
 
@@ -304,7 +317,7 @@ BEGIN
     IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
         RETURN NULL;
     END IF;
-    ms := idem__int_setting('idempotency.await_result', 0, 0, 3600000, 'ms');
+    ms := idem__int_value('idempotency.await_result', raw, 0, 0, 3600000, 'ms');
     RETURN CASE WHEN ms OPERATOR(pg_catalog.=) 0 THEN NULL
                 ELSE pg_catalog.make_interval(secs => ms OPERATOR(pg_catalog./) 1000.0) END;
 END
@@ -638,6 +651,7 @@ $idem__restamp$;
 
 REVOKE ALL ON FUNCTION idem__setting(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__int_setting(text, integer, integer, integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__int_value(text, text, integer, integer, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__lease() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__retention() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__max_key_length() FROM PUBLIC;
@@ -655,6 +669,7 @@ REVOKE ALL ON FUNCTION idem__lock_key(text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__restamp(text, text[], bigint[], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION idem__setting(text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__int_setting(text, integer, integer, integer, text) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__int_value(text, text, integer, integer, integer, text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__lease() TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__retention() TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__max_key_length() TO idempotency_app;
