@@ -197,16 +197,30 @@ BEGIN
     END IF;
     /*
      * Digits and a unit of PostgreSQL's, as SHOW prints the C build's
-     * settings ('1min', '255B', '0'), without a regular expression: what
-     * the regexp_match below would find in them, for a fraction of its cost.
+     * settings ('1min', '255B', '0'), in a few steps without a regular
+     * expression: the value the steps below would find for it; anything
+     * else (or a value out of range) goes through them.
      */
     units := pg_catalog.ltrim(raw, '0123456789');
     IF units OPERATOR(pg_catalog.<>) raw
        AND units IN ('', 'us', 'ms', 's', 'min', 'h', 'd', 'B', 'kB', 'MB', 'GB', 'TB') THEN
-        m := ARRAY[pg_catalog.left(raw, pg_catalog.length(raw) OPERATOR(pg_catalog.-) pg_catalog.length(units)), units];
-    ELSE
-        m := pg_catalog.regexp_match(raw, '^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$');
+        factor := CASE WHEN units OPERATOR(pg_catalog.=) '' THEN 1
+                       WHEN unit OPERATOR(pg_catalog.=) 's' OR unit OPERATOR(pg_catalog.=) 'ms' THEN
+                           CASE units WHEN 'us' THEN 0.000001 WHEN 'ms' THEN 0.001 WHEN 's' THEN 1
+                                      WHEN 'min' THEN 60 WHEN 'h' THEN 3600 WHEN 'd' THEN 86400 END
+                           OPERATOR(pg_catalog.*) CASE WHEN unit OPERATOR(pg_catalog.=) 'ms' THEN 1000 ELSE 1 END
+                       WHEN unit OPERATOR(pg_catalog.=) 'B' THEN
+                           CASE units WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
+                                      WHEN 'GB' THEN 1073741824 WHEN 'TB' THEN 1099511627776 END END;
+        IF factor IS NOT NULL THEN
+            v := pg_catalog.round(pg_catalog.left(raw, pg_catalog.length(raw) OPERATOR(pg_catalog.-) pg_catalog.length(units))::numeric
+                                  OPERATOR(pg_catalog.*) factor);
+            IF v OPERATOR(pg_catalog.>=) lo AND v OPERATOR(pg_catalog.<=) hi THEN
+                RETURN v::integer;
+            END IF;
+        END IF;
     END IF;
+    m := pg_catalog.regexp_match(raw, '^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$');
     IF m IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22023',
             MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw),
