@@ -578,6 +578,7 @@ DECLARE
     id bigint;
     held text := COALESCE(pg_catalog.current_setting('idempotency_edition.key_locks', true), '');
     n integer;
+    done text;                  /* (assignments, not PERFORM: no query) */
 BEGIN
     /* idem__key_lock_id, its probe only under row level security */
     IF (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
@@ -620,11 +621,11 @@ BEGIN
         RETURN false;
     END IF;
     IF wait THEN
-        PERFORM pg_catalog.pg_advisory_xact_lock(id);
+        done := pg_catalog.pg_advisory_xact_lock(id)::text;
     ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(id) THEN
         RETURN false;
     END IF;
-    PERFORM pg_catalog.set_config('idempotency_edition.key_locks',
+    done := pg_catalog.set_config('idempotency_edition.key_locks',
         CASE WHEN held OPERATOR(pg_catalog.=) '' THEN id::text
              ELSE held OPERATOR(pg_catalog.||) ',' OPERATOR(pg_catalog.||) id::text END, true);
     RETURN true;

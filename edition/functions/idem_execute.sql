@@ -322,6 +322,8 @@ DECLARE
     stamp pg_catalog.timestamptz;
     resp pg_catalog.jsonb;
     maxlen pg_catalog.int4;
+    times pg_catalog.interval[];    /* (assignments, not PERFORM: no query) */
+    done pg_catalog.text;
 BEGIN
     IF query IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'statement must not be null',
@@ -357,7 +359,7 @@ BEGIN
      * checked there), pass idem__check_interval always: read for their
      * errors only.
      */
-    PERFORM _IDEM_SCHEMA_.idem__lease(), _IDEM_SCHEMA_.idem__retention();
+    times := ARRAY[_IDEM_SCHEMA_.idem__lease(), _IDEM_SCHEMA_.idem__retention()];
     IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
         RAISE EXCEPTION USING ERRCODE = '25006',
             MESSAGE = 'cannot execute idem_execute() in a read-only transaction';
@@ -501,7 +503,7 @@ BEGIN
                         WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
                           AND i.key OPERATOR(pg_catalog.=) idem_execute.key)
            AND _IDEM_SCHEMA_.idem__lock_key(scope, key, false) THEN
-            PERFORM pg_catalog.set_config('idempotency_edition.execute_subxacts',
+            done := pg_catalog.set_config('idempotency_edition.execute_subxacts',
                                           (subxacts OPERATOR(pg_catalog.+) 1)::pg_catalog.text, true);
             short_done := false;
             BEGIN
