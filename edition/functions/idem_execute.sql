@@ -324,6 +324,8 @@ DECLARE
     maxlen pg_catalog.int4;
     times pg_catalog.interval[];    /* (assignments, not PERFORM: no query) */
     done pg_catalog.text;
+    req_hash pg_catalog.bytea;
+    kr record;
 BEGIN
     IF query IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'statement must not be null',
@@ -557,6 +559,34 @@ BEGIN
                 RETURN;
             END IF;
         END IF;
+    END IF;
+
+    /*
+     * A replay without the nested idem_claim: what it would check, read and
+     * decide before its answer replay, in its order (the settings it reads,
+     * the request hash, row level security in place; the rest it checks
+     * idem_execute has checked above with the same arguments), for a row
+     * not expired, with the same request, completed or failed for good.
+     * Anything else (and any error) is the claim's, which reads it all again.
+     */
+    done := _IDEM_SCHEMA_.idem__max_attempts()::pg_catalog.text;
+    times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
+    req_hash := CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END;
+    IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+        PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+    END IF;
+    SELECT i.* INTO kr FROM _IDEM_SCHEMA_.idempotency_keys i
+     WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
+       AND i.key OPERATOR(pg_catalog.=) idem_execute.key;
+    IF FOUND AND kr.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+       AND kr.request_hash IS NOT DISTINCT FROM req_hash
+       AND (kr.status OPERATOR(pg_catalog.=) 'completed'
+            OR (kr.status OPERATOR(pg_catalog.=) 'failed' AND NOT kr.retryable)) THEN
+        outcome := 'replay';
+        status := kr.status;
+        response_code := kr.response_code;
+        response := kr.response;
+        RETURN;
     END IF;
 
     /* the claim; always waits for an uncommitted duplicate */
