@@ -53,6 +53,10 @@
  *     PostgreSQL rounds; a value it cannot read or out of [lo, hi] raises
  *     22023 as SET would have under the C build (the edition cannot refuse
  *     the SET itself: without the library the setting is a placeholder).
+ * idem__int_value(name text, raw text, dflt integer, lo integer, hi integer, unit text) RETURNS integer
+ *     idem__int_setting's reading of raw, a value of setting name already
+ *     read (idem__int_setting(...) = idem__int_value(name, idem__setting(name), ...));
+ *     the readers of the settings any role may SET pass current_setting's.
  * idem__lease() / idem__retention() RETURNS interval
  *     idempotency.lease (60 s) / idempotency.retention (86400 s), 1..INT_MAX s.
  * idem__max_key_length() RETURNS integer   idempotency.max_key_length, 255, 1..1024.
@@ -171,8 +175,17 @@ RETURNS integer
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__int_setting$
+BEGIN
+    RETURN idem__int_value(name, idem__setting(name), dflt, lo, hi, unit);
+END
+$idem__int_setting$;
+
+CREATE FUNCTION idem__int_value(name text, raw text, dflt integer, lo integer, hi integer, unit text)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $idem__int_value$
 DECLARE
-    raw text := idem__setting(name);
     m text[];
     num numeric;
     factor numeric;
@@ -181,6 +194,31 @@ DECLARE
 BEGIN
     IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
         RETURN dflt;
+    END IF;
+    /*
+     * Digits and a unit of PostgreSQL's, as SHOW prints the C build's
+     * settings ('1min', '255B', '0'), in a few steps without a regular
+     * expression: the value the steps below would find for it; anything
+     * else (or a value out of range) goes through them.
+     */
+    units := pg_catalog.ltrim(raw, '0123456789');
+    IF units OPERATOR(pg_catalog.<>) raw
+       AND units IN ('', 'us', 'ms', 's', 'min', 'h', 'd', 'B', 'kB', 'MB', 'GB', 'TB') THEN
+        factor := CASE WHEN units OPERATOR(pg_catalog.=) '' THEN 1
+                       WHEN unit OPERATOR(pg_catalog.=) 's' OR unit OPERATOR(pg_catalog.=) 'ms' THEN
+                           CASE units WHEN 'us' THEN 0.000001 WHEN 'ms' THEN 0.001 WHEN 's' THEN 1
+                                      WHEN 'min' THEN 60 WHEN 'h' THEN 3600 WHEN 'd' THEN 86400 END
+                           OPERATOR(pg_catalog.*) CASE WHEN unit OPERATOR(pg_catalog.=) 'ms' THEN 1000 ELSE 1 END
+                       WHEN unit OPERATOR(pg_catalog.=) 'B' THEN
+                           CASE units WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
+                                      WHEN 'GB' THEN 1073741824 WHEN 'TB' THEN 1099511627776 END END;
+        IF factor IS NOT NULL THEN
+            v := pg_catalog.round(pg_catalog.left(raw, pg_catalog.length(raw) OPERATOR(pg_catalog.-) pg_catalog.length(units))::numeric
+                                  OPERATOR(pg_catalog.*) factor);
+            IF v OPERATOR(pg_catalog.>=) lo AND v OPERATOR(pg_catalog.<=) hi THEN
+                RETURN v::integer;
+            END IF;
+        END IF;
     END IF;
     m := pg_catalog.regexp_match(raw, '^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$');
     IF m IS NULL THEN
@@ -222,43 +260,81 @@ BEGIN
     END IF;
     RETURN v::integer;
 END
-$idem__int_setting$;
+$idem__int_value$;
 
+/*
+ * The settings' readers: PL/pgSQL, not SQL (PostgreSQL before 18 parses and
+ * plans a SQL function with a SET clause again in each transaction; a
+ * PL/pgSQL function keeps its plans), and for the settings any role may SET
+ * (idem__setting returns the session's value for them) a value not set at
+ * all is the default at once, without idem__int_setting.
+ */
 CREATE FUNCTION idem__lease() RETURNS interval
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__lease$
-SELECT pg_catalog.make_interval(secs => idem__int_setting('idempotency.lease', 60, 1, 2147483647, 's'))
+DECLARE
+    raw text := pg_catalog.current_setting('idempotency.lease', true);
+BEGIN
+    IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
+        RETURN pg_catalog.make_interval(secs => 60);
+    END IF;
+    RETURN pg_catalog.make_interval(secs => idem__int_value('idempotency.lease', raw, 60, 1, 2147483647, 's'));
+END
 $idem__lease$;
 
 CREATE FUNCTION idem__retention() RETURNS interval
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__retention$
-SELECT pg_catalog.make_interval(secs => idem__int_setting('idempotency.retention', 86400, 1, 2147483647, 's'))
+DECLARE
+    raw text := pg_catalog.current_setting('idempotency.retention', true);
+BEGIN
+    IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
+        RETURN pg_catalog.make_interval(secs => 86400);
+    END IF;
+    RETURN pg_catalog.make_interval(secs => idem__int_value('idempotency.retention', raw, 86400, 1, 2147483647, 's'));
+END
 $idem__retention$;
 
 CREATE FUNCTION idem__max_key_length() RETURNS integer
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__max_key_length$
-SELECT idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B')
+BEGIN
+    RETURN idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B');
+END
 $idem__max_key_length$;
 
 CREATE FUNCTION idem__max_attempts() RETURNS integer
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__max_attempts$
-SELECT idem__int_setting('idempotency.max_attempts', 0, 0, 2147483647, '')
+DECLARE
+    raw text := pg_catalog.current_setting('idempotency.max_attempts', true);
+BEGIN
+    IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
+        RETURN 0;
+    END IF;
+    RETURN idem__int_value('idempotency.max_attempts', raw, 0, 0, 2147483647, '');
+END
 $idem__max_attempts$;
 
 CREATE FUNCTION idem__await_result() RETURNS interval
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__await_result$
-SELECT CASE WHEN ms OPERATOR(pg_catalog.=) 0 THEN NULL
-            ELSE pg_catalog.make_interval(secs => ms OPERATOR(pg_catalog./) 1000.0) END
-  FROM (SELECT idem__int_setting('idempotency.await_result', 0, 0, 3600000, 'ms') AS ms) s
+DECLARE
+    raw text := pg_catalog.current_setting('idempotency.await_result', true);
+    ms integer;
+BEGIN
+    IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
+        RETURN NULL;
+    END IF;
+    ms := idem__int_value('idempotency.await_result', raw, 0, 0, 3600000, 'ms');
+    RETURN CASE WHEN ms OPERATOR(pg_catalog.=) 0 THEN NULL
+                ELSE pg_catalog.make_interval(secs => ms OPERATOR(pg_catalog./) 1000.0) END;
+END
 $idem__await_result$;
 
 CREATE FUNCTION idem__stale_reclaim() RETURNS boolean
@@ -502,8 +578,17 @@ DECLARE
     id bigint;
     held text := COALESCE(pg_catalog.current_setting('idempotency_edition.key_locks', true), '');
     n integer;
+    done text;                  /* (assignments, not PERFORM: no query) */
 BEGIN
-    id := idem__key_lock_id(scope, key);
+    /* idem__key_lock_id, its probe only under row level security */
+    IF (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
+         WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass) THEN
+        id := idem__key_lock_id(scope, key);
+    ELSE
+        id := ('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(
+                  idem__key_lock_secret(scope) OPERATOR(pg_catalog.||)
+                  pg_catalog.convert_to(key, pg_catalog.getdatabaseencoding())), 1, 8), 'hex'))::bit(64)::bigint;
+    END IF;
     IF pg_catalog.strpos(',' OPERATOR(pg_catalog.||) held OPERATOR(pg_catalog.||) ',',
                          ',' OPERATOR(pg_catalog.||) id::text OPERATOR(pg_catalog.||) ',') OPERATOR(pg_catalog.>) 0 THEN
         RETURN true;
@@ -536,11 +621,11 @@ BEGIN
         RETURN false;
     END IF;
     IF wait THEN
-        PERFORM pg_catalog.pg_advisory_xact_lock(id);
+        done := pg_catalog.pg_advisory_xact_lock(id)::text;
     ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(id) THEN
         RETURN false;
     END IF;
-    PERFORM pg_catalog.set_config('idempotency_edition.key_locks',
+    done := pg_catalog.set_config('idempotency_edition.key_locks',
         CASE WHEN held OPERATOR(pg_catalog.=) '' THEN id::text
              ELSE held OPERATOR(pg_catalog.||) ',' OPERATOR(pg_catalog.||) id::text END, true);
     RETURN true;
@@ -581,6 +666,7 @@ $idem__restamp$;
 
 REVOKE ALL ON FUNCTION idem__setting(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__int_setting(text, integer, integer, integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__int_value(text, text, integer, integer, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__lease() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__retention() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__max_key_length() FROM PUBLIC;
@@ -598,6 +684,7 @@ REVOKE ALL ON FUNCTION idem__lock_key(text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__restamp(text, text[], bigint[], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION idem__setting(text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__int_setting(text, integer, integer, integer, text) TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__int_value(text, text, integer, integer, integer, text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__lease() TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__retention() TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__max_key_length() TO idempotency_app;

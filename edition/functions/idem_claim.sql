@@ -58,13 +58,35 @@ DECLARE
     w_status idempotency_status;
     exhausted jsonb;
     round integer := 0;
+    maxlen integer;
 BEGIN
-    PERFORM idem__check_key(v_key, v_scope);
+    /* idem__check_key's checks here; it runs (and raises) only when one fails */
+    IF v_key IS NULL OR v_scope IS NULL THEN
+        PERFORM idem__check_key(v_key, v_scope);
+    END IF;
+    /* idem__max_key_length(): idem__int_setting only for a value that is set */
+    maxlen := CASE WHEN COALESCE(idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
+                   ELSE idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
+    IF pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.=) 0
+       OR pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) maxlen
+       OR pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.>) maxlen
+       OR v_key OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]'
+       OR v_scope OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]' THEN
+        PERFORM idem__check_key(v_key, v_scope);
+    END IF;
     v_lease := COALESCE(lease, idem__lease());
     v_retention := COALESCE(retention, idem__retention());
     now_ts := pg_catalog.clock_timestamp();
-    PERFORM idem__check_interval(v_lease, 'lease', now_ts, v_key, v_scope);
-    PERFORM idem__check_interval(v_retention, 'retention', now_ts OPERATOR(pg_catalog.+) v_lease, v_key, v_scope);
+    /*
+     * A lease or retention read from its setting (1 s to 2^31-1 s, checked
+     * there) passes idem__check_interval always: only given ones need it.
+     */
+    IF lease IS NOT NULL THEN
+        PERFORM idem__check_interval(v_lease, 'lease', now_ts, v_key, v_scope);
+    END IF;
+    IF retention IS NOT NULL THEN
+        PERFORM idem__check_interval(v_retention, 'retention', now_ts OPERATOR(pg_catalog.+) v_lease, v_key, v_scope);
+    END IF;
     v_max := idem__max_attempts();
     v_await := idem__await_result();
     IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
@@ -106,7 +128,9 @@ BEGIN
         v_await := CASE WHEN usecs OPERATOR(pg_catalog.=) 0 THEN NULL ELSE await_result END;
     END IF;
     hash := CASE WHEN request IS NULL THEN NULL ELSE idem_request_hash(request) END;
-    PERFORM idem__check_row_security();
+    IF EXISTS (SELECT FROM idempotency_row_security) THEN
+        PERFORM idem__check_row_security();
+    END IF;
 
     /* await_result: wait, holding nothing, for a claim in flight */
     IF v_await IS NOT NULL
@@ -271,7 +295,9 @@ BEGIN
 
         IF w_token IS NOT NULL THEN
             /* the write waited after its stamp (another writer's row): count from now */
-            PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[w_token], stamp);
+            IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp OPERATOR(pg_catalog.>) '10 ms'::interval THEN
+                PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[w_token], stamp);
+            END IF;
             IF act OPERATOR(pg_catalog.=) 'exhaust' THEN
                 outcome := 'replay';
                 status := 'failed';

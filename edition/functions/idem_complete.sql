@@ -195,8 +195,23 @@ DECLARE
     v_scope constant text := scope;
     v_token bigint;
     stamp timestamptz;
+    maxlen integer;
+    r record;
 BEGIN
-    PERFORM idem__check_key(v_key, v_scope);
+    /* idem__check_key's checks here; it runs (and raises) only when one fails */
+    IF v_key IS NULL OR v_scope IS NULL THEN
+        PERFORM idem__check_key(v_key, v_scope);
+    END IF;
+    /* idem__max_key_length(): idem__int_setting only for a value that is set */
+    maxlen := CASE WHEN COALESCE(idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
+                   ELSE idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
+    IF pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.=) 0
+       OR pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) maxlen
+       OR pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.>) maxlen
+       OR v_key OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]'
+       OR v_scope OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]' THEN
+        PERFORM idem__check_key(v_key, v_scope);
+    END IF;
     IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
         RAISE EXCEPTION USING ERRCODE = '25006',
             MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
@@ -205,8 +220,20 @@ BEGIN
        OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
         PERFORM _idem_record_check_response(response, v_key, v_scope);
     END IF;
-    PERFORM idem__check_row_security();
-    v_token := COALESCE(token, _idem_record_token('idem_complete', v_key, v_scope));
+    IF EXISTS (SELECT FROM idempotency_row_security) THEN
+        PERFORM idem__check_row_security();
+    END IF;
+    v_token := token;
+    IF v_token IS NULL THEN
+        /* _idem_record_token's common case here: the row written by this transaction itself */
+        SELECT k.token, k.xmin INTO r FROM idempotency_keys k
+         WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
+        IF FOUND AND r.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned()) THEN
+            v_token := r.token;
+        ELSE
+            v_token := _idem_record_token('idem_complete', v_key, v_scope);
+        END IF;
+    END IF;
     stamp := pg_catalog.clock_timestamp();
     UPDATE idempotency_keys AS k
        SET status = 'completed', response_code = idem_complete.response_code,

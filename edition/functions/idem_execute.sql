@@ -321,6 +321,11 @@ DECLARE
     new_token pg_catalog.int8;
     stamp pg_catalog.timestamptz;
     resp pg_catalog.jsonb;
+    maxlen pg_catalog.int4;
+    times pg_catalog.interval[];    /* (assignments, not PERFORM: no query) */
+    done pg_catalog.text;
+    req_hash pg_catalog.bytea;
+    kr record;
 BEGIN
     IF query IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'statement must not be null',
@@ -337,12 +342,26 @@ BEGIN
     END IF;
 
     /* what the C build checks before the statement: the key, the times, read-only */
-    PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
-    PERFORM _IDEM_SCHEMA_.idem__check_interval(_IDEM_SCHEMA_.idem__lease(), 'lease',
-                                               pg_catalog.clock_timestamp(), key, scope);
-    PERFORM _IDEM_SCHEMA_.idem__check_interval(_IDEM_SCHEMA_.idem__retention(), 'retention',
-                                               pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) _IDEM_SCHEMA_.idem__lease(),
-                                               key, scope);
+    /* idem__check_key's checks here; it runs (and raises) only when one fails */
+    IF key IS NULL OR scope IS NULL THEN
+        PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
+    END IF;
+    /* idem__max_key_length(): idem__int_setting only for a value that is set */
+    maxlen := CASE WHEN COALESCE(_IDEM_SCHEMA_.idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
+                   ELSE _IDEM_SCHEMA_.idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
+    IF pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 0
+       OR pg_catalog.octet_length(key) OPERATOR(pg_catalog.>) maxlen
+       OR pg_catalog.octet_length(scope) OPERATOR(pg_catalog.>) maxlen
+       OR key OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]'
+       OR scope OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]' THEN
+        PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
+    END IF;
+    /*
+     * The lease and the retention, read from their settings (1 s to 2^31-1 s,
+     * checked there), pass idem__check_interval always: read for their
+     * errors only.
+     */
+    times := ARRAY[_IDEM_SCHEMA_.idem__lease(), _IDEM_SCHEMA_.idem__retention()];
     IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
         RAISE EXCEPTION USING ERRCODE = '25006',
             MESSAGE = 'cannot execute idem_execute() in a read-only transaction';
@@ -479,12 +498,14 @@ BEGIN
     IF subxacts OPERATOR(pg_catalog.<) 32
        AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
        AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN
-        PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+        IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+            PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+        END IF;
         IF NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
                         WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
                           AND i.key OPERATOR(pg_catalog.=) idem_execute.key)
            AND _IDEM_SCHEMA_.idem__lock_key(scope, key, false) THEN
-            PERFORM pg_catalog.set_config('idempotency_edition.execute_subxacts',
+            done := pg_catalog.set_config('idempotency_edition.execute_subxacts',
                                           (subxacts OPERATOR(pg_catalog.+) 1)::pg_catalog.text, true);
             short_done := false;
             BEGIN
@@ -538,6 +559,34 @@ BEGIN
                 RETURN;
             END IF;
         END IF;
+    END IF;
+
+    /*
+     * A replay without the nested idem_claim: what it would check, read and
+     * decide before its answer replay, in its order (the settings it reads,
+     * the request hash, row level security in place; the rest it checks
+     * idem_execute has checked above with the same arguments), for a row
+     * not expired, with the same request, completed or failed for good.
+     * Anything else (and any error) is the claim's, which reads it all again.
+     */
+    done := _IDEM_SCHEMA_.idem__max_attempts()::pg_catalog.text;
+    times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
+    req_hash := CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END;
+    IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+        PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+    END IF;
+    SELECT i.* INTO kr FROM _IDEM_SCHEMA_.idempotency_keys i
+     WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
+       AND i.key OPERATOR(pg_catalog.=) idem_execute.key;
+    IF FOUND AND kr.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+       AND kr.request_hash IS NOT DISTINCT FROM req_hash
+       AND (kr.status OPERATOR(pg_catalog.=) 'completed'
+            OR (kr.status OPERATOR(pg_catalog.=) 'failed' AND NOT kr.retryable)) THEN
+        outcome := 'replay';
+        status := kr.status;
+        response_code := kr.response_code;
+        response := kr.response;
+        RETURN;
     END IF;
 
     /* the claim; always waits for an uncommitted duplicate */
