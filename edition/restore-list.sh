@@ -16,7 +16,15 @@
 #          its idempotency_keys is an ordinary table, whose POLICY and ROW
 #          SECURITY entries are kept instead); everything of the
 #          application's
-#   left   the key-lock secret of the SQL edition (the target has its own)
+#   left   the key-lock secret of the SQL edition (the target has its own);
+#          from a database with pg_tle: the pg_tle extension, its schema
+#          pgtle and everything in it (the registration functions
+#          pgtle."idempotency.control"() and "idempotency--V.sql"() that
+#          pgtle.install_extension made, pgtle.feature_info's rows): the
+#          target has pg_tle from the service with the edition registered
+#          by the pgtle script, or no pg_tle at all (the C build's server).
+#          Another extension installed with pg_tle keeps its EXTENSION
+#          entry: install it in the target first, as this one.
 #
 #   pg_restore -l shop.dump | bash edition/restore-list.sh > shop.list
 #   pg_restore -d shop -L shop.list shop.dump
@@ -39,6 +47,14 @@ END {
 			rest = l
 			sub(/^[0-9]+; [0-9]+ [0-9]+ /, "", rest)
 			if (rest ~ /^EXTENSION - idempotency( |$)/ || rest ~ /^COMMENT - EXTENSION idempotency( |$)/)
+				drop = 1
+			else if (rest ~ /^(EXTENSION - |COMMENT - EXTENSION )pg_tle( |$)/ ||
+			         rest ~ /^(SCHEMA - |(ACL|COMMENT) - SCHEMA )pgtle( |$)/ ||
+			         rest ~ /^(TABLE DATA|SEQUENCE SET|SEQUENCE OWNED BY|FK CONSTRAINT|TABLE|VIEW|SEQUENCE|TYPE|DOMAIN|FUNCTION|PROCEDURE|AGGREGATE|INDEX|CONSTRAINT|TRIGGER|RULE|POLICY|ROW SECURITY|DEFAULT|ACL|COMMENT) pgtle /)
+				# pg_tle itself: its extension, its schema and what is in
+				# it (the registration functions pgtle.install_extension
+				# made, pgtle.feature_info); the service creates pg_tle
+				# in the target, a server without pg_tle has none
 				drop = 1
 			else if (rest ~ /^TABLE DATA /) {
 				split(rest, g, " ")
