@@ -121,6 +121,14 @@ prove_installcheck:
 edition:
 	bash edition/build.sh
 
+# make dist: the PGXN archive of the commit checked out (META.json says what
+# it provides; test/meta.py checks it against the PGXN Meta Spec)
+EXTVERSION = $(shell sed -n "s/^default_version = '\\(.*\\)'/\\1/p" $(srcdir)/idempotency.control)
+.PHONY: dist
+dist:
+	mkdir -p dist
+	git archive --format zip --prefix=$(EXTENSION)-$(EXTVERSION)/ --output dist/$(EXTENSION)-$(EXTVERSION).zip HEAD
+
 .PHONY: test demo
 test:
 	bash test/run.sh $(SUITES)

@@ -526,7 +526,13 @@ suite_http()
 
 suite_package()
 {
-	say "package (test/deb.sh)"
+	say "package (test/meta.py, test/deb.sh)"
+	if python3 test/meta.py >"$WORK/meta.log" 2>&1; then
+		pass "package/pgxn ($(cat "$WORK/meta.log"))"
+	else
+		fail "package/pgxn (test/meta.py)"
+		cat "$WORK/meta.log"
+	fi
 	if run_logged "$WORK/package.log" bash test/deb.sh; then
 		pass "package/postgresql-$PG_MAJOR-idempotency ($(grep -m1 '^built' "$WORK/package.log"))"
 	else
