@@ -61,11 +61,11 @@ endif
 #   make prove_installcheck  the TAP tests alone
 #                            (PROVE_TESTS=test/t/010_worker.pl: one)
 REGRESS = setup claim attempts batch record hash guc input expire expire_backlog stats execute execute_hostile key_locks owner \
-	attack_interval attack_execute attack_dump attack_lock_id plans large_response await
+	interval_calendar execute_rules response_dump_size key_lock_secret plans large_response await
 ISOLATION = claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
-	attack_guard_index attack_guard_matview attack_guard_sequence attack_mapping_rule \
-	attack_lock_squat attack_probe attack_savepoint_locks scope_policy_before_lock lease_after_wait row_type_change
+	guard_index guard_matview guard_sequence guard_mapping_table \
+	key_lock_squat scope_probe key_lock_savepoints scope_policy_before_lock lease_after_wait row_type_change
 # (row_type_change last: it moves a column of idempotency_keys to a new attnum)
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 	--load-extension=idempotency
@@ -76,8 +76,8 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 # The isolation specs left out are the guard's: without the preload it
 # covers a session only from its first key function call (README).
 REGRESS_NEEDS_PRELOAD = guc stats
-ISOLATION_NEEDS_PRELOAD = attack_guard_index attack_guard_matview attack_guard_sequence \
-	attack_mapping_rule
+ISOLATION_NEEDS_PRELOAD = guard_index guard_matview guard_sequence \
+	guard_mapping_table
 REGRESS_CONF = test/regress.conf
 ifeq ($(PRELOAD),0)
 REGRESS := $(filter-out $(REGRESS_NEEDS_PRELOAD),$(REGRESS)) no_preload
