@@ -4,6 +4,7 @@ EXTENSION = idempotency
 MODULE_big = idempotency
 OBJS = \
 	src/idempotency.o \
+	src/settings.o \
 	src/statements.o \
 	src/store.o \
 	src/stamp.o \
@@ -12,6 +13,8 @@ OBJS = \
 	src/input.o \
 	src/citus/shards.o \
 	src/claim.o \
+	src/claimed.o \
+	src/policy.o \
 	src/keylock.o \
 	src/batch.o \
 	src/await.o \
@@ -105,6 +108,19 @@ endif
 # package, need the object directory.
 ifdef VPATH
 $(shell mkdir -p src/citus)
+endif
+
+# The include graph of src/ between modules (tools/include-graph.sh;
+# CONTRIBUTING.md, "Layout"): make include-graph prints it.  make WERROR=1
+# (the test command's build, on every version) checks it with the build
+# and stops on a circular include or an include of the entry point's module.
+.PHONY: include-graph include-graph-check
+include-graph:
+	sh $(srcdir)/tools/include-graph.sh $(srcdir)/src
+include-graph-check:
+	@out=$$(sh $(srcdir)/tools/include-graph.sh $(srcdir)/src) || { printf '%s\n' "$$out"; exit 1; }
+ifdef WERROR
+all: include-graph-check
 endif
 
 # PGXS has the recipe for prove_installcheck, but no target.
