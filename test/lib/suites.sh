@@ -205,7 +205,8 @@ suite_docs()
 # a server of its own without preload); then test/edition/hash_corpus.sql
 # through pg_regress on a server of the installed PostgreSQL, in a
 # database with the C build in public and the edition's plain script in
-# schema ed, compared with test/edition/hash_corpus.out.  Lines
+# schema ed, compared with test/edition/hash_corpus.out; migrate.sh,
+# compare.sh (on migrate.sh's server) and migrate-tle.sh.  Lines
 # "pgN/edition/NAME".
 suite_edition()
 {
