@@ -97,11 +97,15 @@ cp "$DIR/regress/sql/edition-install.psql" "$DIR/regress/"
 # the input's own transformation; for the expected output, the same plus
 # the echo of edition-install.psql's first line and no CONTEXT lines
 # (and the key lock tag: the edition's key locks are int8 advisory locks,
-# objsubid 1, where the C build's are 7653; sql/key_locks.sql counts them)
+# objsubid 1, where the C build's are 7653; sql/key_locks.sql counts them);
+# and a SET of idempotency.await_result, which the C build checks at SET, is
+# a SET LOCAL and a claim that reads it (the edition's placeholder takes any
+# value, the call refuses it: test/edition/sql/setting_values.sql)
 ed_input() {
 	sed -e 's/^\\set SHOW_CONTEXT .*/\\set SHOW_CONTEXT never/' \
 		-e 's/^CREATE EXTENSION idempotency;$/\\ir edition-install.psql/' \
-		-e "s/locktype = 'advisory' AND objsubid = 7653/locktype = 'advisory' AND objsubid = 1/" "$1"
+		-e "s/locktype = 'advisory' AND objsubid = 7653/locktype = 'advisory' AND objsubid = 1/" \
+		-e "s/^SET idempotency\.await_result = '*\(-1\|2h\)'*;$/DO \$\$ BEGIN PERFORM set_config('idempotency.await_result', '\1', true); PERFORM idem_claim('a-bad', NULL, 'await'); END \$\$;/" "$1"
 }
 ed_expected() {
 	echo '\set SHOW_CONTEXT never'
@@ -124,7 +128,7 @@ for t in $REGRESS; do
 done
 for t in $EDITION_ONLY; do
 	cp "$root/test/edition/sql/$t.sql" "$DIR/regress/sql/"
-	cp "$root/test/edition/expected/$t.out" "$DIR/regress/expected/"
+	cp "$root/test/edition/expected/$t.out" "$root"/test/edition/expected/"$t"_[0-9].out "$DIR/regress/expected/" 2>/dev/null
 done
 for t in $ISOLATION; do
 	cp "$root/test/specs/$t.spec" "$DIR/iso/specs/"
