@@ -205,12 +205,13 @@ suite_docs()
 # a server of its own without preload); then test/edition/hash_corpus.sql
 # through pg_regress on a server of the installed PostgreSQL, in a
 # database with the C build in public and the edition's plain script in
-# schema ed, compared with test/edition/hash_corpus.out.  Lines
+# schema ed, compared with test/edition/hash_corpus.out; migrate.sh,
+# compare.sh (on migrate.sh's server) and migrate-tle.sh.  Lines
 # "pgN/edition/NAME".
 suite_edition()
 {
 	local bin out port dir=$WORK/edition line why="" build part
-	say "edition (the SQL edition: make edition; test/edition/install.sh, regress.sh, hash_corpus.sql, migrate.sh, migrate-tle.sh)"
+	say "edition (the SQL edition: make edition; test/edition/install.sh, regress.sh, hash_corpus.sql, migrate.sh, compare.sh, migrate-tle.sh)"
 	if ! run_logged "$WORK/edition_build.log" "${MAKE_PG[@]}" edition; then
 		fail "edition/build (make edition)"
 		cat "$WORK/edition_build.log"
@@ -272,6 +273,12 @@ suite_edition()
 	edition_lines "$WORK/edition_migrate.log"
 	grep -q '^\(ok\|not ok\) ' "$WORK/edition_migrate.log" ||
 		fail "edition/migrate (test/edition/migrate.sh exited $out and ran nothing)"
+	# the edition's objects against the C build's (catalogs, roles,
+	# idem_claim's answers), on migrate.sh's server ($PG_BIN): no initdb
+	port=$(free_port 55555)
+	run_logged "$WORK/edition_compare.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+		bash "$WORK/test/edition/compare.sh" "$PG_BIN" "$dir/migrate" "$port"
+	edition_part_done compare $?
 	# the pg_tle edition moved: to a database beside it and on another
 	# pg_tle server (the prepared copy, $bin), to the C build ($PG_BIN) and
 	# back; one server at a time, on ports port..port+2, sockets in its dir
