@@ -211,7 +211,7 @@ suite_docs()
 suite_edition()
 {
 	local bin out port dir=$WORK/edition line why="" build part
-	say "edition (the SQL edition: make edition; test/edition/install.sh, regress.sh, hash_corpus.sql, migrate.sh, compare.sh, migrate-tle.sh)"
+	say "edition (the SQL edition: make edition; test/edition/install.sh, regress.sh, hash_corpus.sql, migrate.sh, compare.sh, migrate-tle.sh, pgtap.sh, monitoring.sh)"
 	if ! run_logged "$WORK/edition_build.log" "${MAKE_PG[@]}" edition; then
 		fail "edition/build (make edition)"
 		cat "$WORK/edition_build.log"
@@ -258,6 +258,14 @@ suite_edition()
 	setsid runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
 		bash "$WORK/test/edition/install.sh" "$bin" "$dir/install" "$port" >"$WORK/edition_install.log" 2>&1 </dev/null &
 	local install_pid=$!
+	# monitoring.sh waits mostly for the exporter: beside the rest too, on
+	# a server and an exporter port of its own
+	as_postgres mkdir -p "$dir/monitoring"
+	port=$(free_port 55590)
+	setsid runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+		bash "$WORK/test/edition/monitoring.sh" "$bin" "$dir/monitoring" "$port" "$(free_port 9190)" \
+		>"$WORK/edition_monitoring.log" 2>&1 </dev/null &
+	local monitoring_pid=$!
 	port=$(free_port 55560)
 	run_logged "$WORK/edition_regress.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
 		bash "$WORK/test/edition/regress.sh" "$bin" "$dir/regress" "$port"
@@ -288,6 +296,19 @@ suite_edition()
 		bash "$WORK/test/edition/migrate-tle.sh" "$PG_BIN" "$bin" "$dir/migrate-tle" "$port"
 	out=$?
 	edition_part_done migrate-tle "$out"
+	# the C build's pgTAP files against both installs (test/edition/pgtap.sh)
+	port=$(free_port 55580)
+	as_postgres mkdir -p "$dir/pgtap"
+	run_logged "$WORK/edition_pgtap.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+		bash "$WORK/test/edition/pgtap.sh" "$bin" "$dir/pgtap" "$port"
+	out=$?
+	if grep -q '^skip ' "$WORK/edition_pgtap.log"; then
+		edition_lines "$WORK/edition_pgtap.log"
+	else
+		edition_part_done pgtap "$out"
+	fi
+	wait "$monitoring_pid"
+	edition_part_done monitoring $?
 	wait "$install_pid"
 	edition_part_done install $?
 }
