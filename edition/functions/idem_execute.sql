@@ -320,6 +320,7 @@ DECLARE
     short_done pg_catalog.bool;
     new_token pg_catalog.int8;
     stamp pg_catalog.timestamptz;
+    caller_path pg_catalog.text;
     resp pg_catalog.jsonb;
     maxlen pg_catalog.int4;
     times pg_catalog.interval[];    /* (assignments, not PERFORM: no query) */
@@ -541,6 +542,14 @@ BEGIN
                         MESSAGE = 'idempotency_token_seq is exhausted on this node',
                         DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
                 END IF;
+                /*
+                 * the key's row is written under the C build's search_path
+                 * (a trigger on the table runs under it), the statement ran
+                 * and runs under the caller's; a rollback of this block
+                 * undoes the set_config too
+                 */
+                caller_path := pg_catalog.current_setting('search_path');
+                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
                 /* the times, after the statement */
                 stamp := pg_catalog.clock_timestamp();
                 INSERT INTO _IDEM_SCHEMA_.idempotency_keys (scope, key, status, token, created_at, updated_at,
@@ -549,6 +558,7 @@ BEGIN
                         stamp OPERATOR(pg_catalog.+) _IDEM_SCHEMA_.idem__retention(),
                         CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END,
                         success_code, resp, stamp OPERATOR(pg_catalog.+) _IDEM_SCHEMA_.idem__retention());
+                PERFORM pg_catalog.set_config('search_path', caller_path, true);
                 short_done := true;
             EXCEPTION WHEN unique_violation OR deadlock_detected THEN
                 resp := NULL;	/* undone: the general way finds out why */
