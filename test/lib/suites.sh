@@ -448,7 +448,7 @@ build_java_example()
 suite_http()
 {
 	local port svc db cmd f name log
-	say "http (examples/: Node.js, Go and Java services x examples/conformance, node --test)"
+	say "http (examples/: Node.js, Go and Java services x examples/conformance, node --test; Node.js again on the SQL edition, test/edition/http.sh)"
 	port=$(free_port 55532)
 	if ! http_modules; then
 		fail "http (could not get Node.js and its modules)"
@@ -522,6 +522,40 @@ suite_http()
 		done
 	done
 	stop_server "$WORK/http_data"
+	http_edition
+}
+
+# The Node.js service once more, against the SQL edition: test/edition/http.sh
+# on a copy of this PostgreSQL without the C build (test/edition/prepare.sh),
+# the plain script installed by the database's owner (no superuser), as on
+# Cloud SQL.  Lines "pgN/http/edition/NAME".
+http_edition()
+{
+	local build bin port line out t0=$SECONDS
+	build=$(cd .. && pwd)/shared/pg_tle/build.sh
+	if ! run_logged "$WORK/http_edition_build.log" "${MAKE_PG[@]}" edition ||
+		! run_logged "$WORK/http_edition_prepare.log" env PGTLE_BUILD="$build" \
+			bash "$WORK/test/edition/prepare.sh" "$PG_BIN" "$WORK/http_edition/pg"; then
+		fail "http/edition (make edition; test/edition/prepare.sh)"
+		tail_logs "$WORK/http_edition_build.log" "$WORK/http_edition_prepare.log"
+		return
+	fi
+	bin=$(tail -n 1 "$WORK/http_edition_prepare.log")
+	as_postgres mkdir -p "$WORK/http_edition/run"
+	port=$(free_port 55536)
+	run_logged "$WORK/http_edition.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+		${NODE_PATH:+NODE_PATH="$NODE_PATH"} bash "$WORK/test/edition/http.sh" "$bin" "$WORK/http_edition/run" "$port"
+	out=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) pass "http/edition/${line#ok }" ;;
+		"not ok "*) fail "http/edition/${line#not ok }" ;;
+		*) printf '          %s\n' "$line" ;;
+		esac
+	done <"$WORK/http_edition.log"
+	grep -q '^not ok ' "$WORK/http_edition.log" || [ "$out" -eq 0 ] ||
+		fail "http/edition (test/edition/http.sh exited $out)"
+	note "http/edition: $((SECONDS - t0)) s"
 }
 
 suite_package()
