@@ -533,6 +533,7 @@ http_edition()
 {
 	local build bin port line out t0=$SECONDS
 	build=$(cd .. && pwd)/shared/pg_tle/build.sh
+	as_postgres mkdir -p "$WORK/http_edition/run"
 	if ! run_logged "$WORK/http_edition_build.log" "${MAKE_PG[@]}" edition ||
 		! run_logged "$WORK/http_edition_prepare.log" env PGTLE_BUILD="$build" \
 			bash "$WORK/test/edition/prepare.sh" "$PG_BIN" "$WORK/http_edition/pg"; then
@@ -541,7 +542,6 @@ http_edition()
 		return
 	fi
 	bin=$(tail -n 1 "$WORK/http_edition_prepare.log")
-	as_postgres mkdir -p "$WORK/http_edition/run"
 	port=$(free_port 55536)
 	run_logged "$WORK/http_edition.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
 		${NODE_PATH:+NODE_PATH="$NODE_PATH"} bash "$WORK/test/edition/http.sh" "$bin" "$WORK/http_edition/run" "$port"
@@ -553,8 +553,11 @@ http_edition()
 		*) printf '          %s\n' "$line" ;;
 		esac
 	done <"$WORK/http_edition.log"
-	grep -q '^not ok ' "$WORK/http_edition.log" || [ "$out" -eq 0 ] ||
+	if ! grep -q '^ok setup' "$WORK/http_edition.log" && ! grep -q '^not ok ' "$WORK/http_edition.log"; then
+		fail "http/edition (test/edition/http.sh exited $out and ran nothing)"
+	elif [ "$out" -ne 0 ] && ! grep -q '^not ok ' "$WORK/http_edition.log"; then
 		fail "http/edition (test/edition/http.sh exited $out)"
+	fi
 	note "http/edition: $((SECONDS - t0)) s"
 }
 
