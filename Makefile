@@ -4,6 +4,7 @@ EXTENSION = idempotency
 MODULE_big = idempotency
 OBJS = \
 	src/idempotency.o \
+	src/settings.o \
 	src/statements.o \
 	src/store.o \
 	src/stamp.o \
@@ -12,6 +13,8 @@ OBJS = \
 	src/input.o \
 	src/citus/shards.o \
 	src/claim.o \
+	src/claimed.o \
+	src/policy.o \
 	src/keylock.o \
 	src/batch.o \
 	src/await.o \
@@ -61,11 +64,11 @@ endif
 #   make prove_installcheck  the TAP tests alone
 #                            (PROVE_TESTS=test/t/010_worker.pl: one)
 REGRESS = setup claim attempts batch record hash guc input expire expire_backlog stats execute execute_hostile key_locks owner \
-	attack_interval attack_execute attack_dump attack_lock_id plans large_response await
+	interval_calendar execute_rules response_dump_size key_lock_secret plans large_response await
 ISOLATION = claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
-	attack_guard_index attack_guard_matview attack_guard_sequence attack_mapping_rule \
-	attack_lock_squat attack_probe attack_savepoint_locks scope_policy_before_lock lease_after_wait row_type_change
+	guard_index guard_matview guard_sequence guard_mapping_table \
+	key_lock_squat scope_probe key_lock_savepoints scope_policy_before_lock lease_after_wait row_type_change
 # (row_type_change last: it moves a column of idempotency_keys to a new attnum)
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 	--load-extension=idempotency
@@ -76,8 +79,8 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 # The isolation specs left out are the guard's: without the preload it
 # covers a session only from its first key function call (README).
 REGRESS_NEEDS_PRELOAD = guc stats
-ISOLATION_NEEDS_PRELOAD = attack_guard_index attack_guard_matview attack_guard_sequence \
-	attack_mapping_rule
+ISOLATION_NEEDS_PRELOAD = guard_index guard_matview guard_sequence \
+	guard_mapping_table
 REGRESS_CONF = test/regress.conf
 ifeq ($(PRELOAD),0)
 REGRESS := $(filter-out $(REGRESS_NEEDS_PRELOAD),$(REGRESS)) no_preload
@@ -107,6 +110,19 @@ ifdef VPATH
 $(shell mkdir -p src/citus)
 endif
 
+# The include graph of src/ between modules (tools/include-graph.sh;
+# CONTRIBUTING.md, "Layout"): make include-graph prints it.  make WERROR=1
+# (the test command's build, on every version) checks it with the build
+# and stops on a circular include or an include of the entry point's module.
+.PHONY: include-graph include-graph-check
+include-graph:
+	sh $(srcdir)/tools/include-graph.sh $(srcdir)/src
+include-graph-check:
+	@out=$$(sh $(srcdir)/tools/include-graph.sh $(srcdir)/src) || { printf '%s\n' "$$out"; exit 1; }
+ifdef WERROR
+all: include-graph-check
+endif
+
 # PGXS has the recipe for prove_installcheck, but no target.
 .PHONY: prove_installcheck
 prove_installcheck:
@@ -120,6 +136,14 @@ prove_installcheck:
 .PHONY: edition
 edition:
 	bash edition/build.sh
+
+# make dist: the PGXN archive of the commit checked out (META.json says what
+# it provides; test/meta.py checks it against the PGXN Meta Spec)
+EXTVERSION = $(shell sed -n "s/^default_version = '\\(.*\\)'/\\1/p" $(srcdir)/idempotency.control)
+.PHONY: dist
+dist:
+	mkdir -p dist
+	git archive --format zip --prefix=$(EXTENSION)-$(EXTVERSION)/ --output dist/$(EXTENSION)-$(EXTVERSION).zip HEAD
 
 .PHONY: test demo
 test:

@@ -72,7 +72,7 @@ log() { printf '== [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 apt_install gcc make libc6-dev procps $PG_PACKAGES \
 	libpq-dev libssl-dev libhiredis-dev valgrind
 # Under callgrind the server runs some 50 times slower; a call restamps its
-# rows (IDEM_STAMP_SLACK_USECS, src/idempotency.h, an UPDATE a native run
+# rows (IDEM_STAMP_SLACK_USECS, src/common.h, an UPDATE a native run
 # makes only after a real wait) only when it slept that long off the CPU
 # (src/stamp.c), which callgrind's slowness, on the CPU, is not; until issue
 # 35 it was wall-clock time, so the build measured waits 500 ms, about 10 ms

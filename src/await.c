@@ -54,10 +54,12 @@
 #include "utils/wait_event.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
+#include "settings.h"
 #include "store.h"
 #include "input.h"
-#include "claim.h"
+#include "claimed.h"
+#include "hash.h"
 #include "await.h"
 #include "keylock.h"
 

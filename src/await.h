@@ -8,10 +8,7 @@
 #ifndef IDEMPOTENCY_AWAIT_H
 #define IDEMPOTENCY_AWAIT_H
 
-#include "claim.h"
-
-/* The longest await_result, argument or setting: an hour */
-#define IDEM_MAX_AWAIT_MS	(60 * 60 * 1000)
+#include "claimed.h"
 
 /* The waiter re-reads the key's row at least this often */
 #define IDEM_AWAIT_POLL_MS	10

@@ -33,7 +33,7 @@
 #include "utils/tuplestore.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
 #include "store.h"
 #include "input.h"
 #include "claim.h"

@@ -58,7 +58,8 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
+#include "settings.h"
 #include "store.h"
 #include "input.h"
 #include "claim.h"
@@ -75,17 +76,6 @@ PG_FUNCTION_INFO_V1(idem_claim);
 
 /* retry_after when another transaction holds the key uncommitted */
 #define CLAIM_UNCOMMITTED_RETRY_SECONDS 1
-
-/* Do the stored and the given request hashes count as the same request? */
-bool
-IdemSameRequest(bytea *stored, bytea *given)
-{
-	if (stored == NULL || given == NULL)
-		return stored == NULL && given == NULL;
-	return VARSIZE_ANY_EXHDR(stored) == VARSIZE_ANY_EXHDR(given) &&
-		memcmp(VARDATA_ANY(stored), VARDATA_ANY(given),
-			   VARSIZE_ANY_EXHDR(given)) == 0;
-}
 
 /* Each outcome's name (idem_claim's outcome column) and counter */
 static const struct
@@ -203,134 +193,6 @@ PolicyCheckedInsert(IdemClaimArgs *a, const IdemArgs *args, bool *busy)
 }
 
 /*
- * The write's times, taken now (after every wait so far and its planning)
- * from the call's stamp, which moves them forward at the call's end if
- * the call waits after this
- */
-static void
-StampWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args)
-{
-	TimestampTz lease_end;
-
-	a->now = IdemStampArgs(&a->stamp, stmt, a->nspid, args);
-	lease_end = IdemTimePlus(a->now, a->lease);
-	IdemArg(args, IDEM_PARAM_NOW, TimestampTzGetDatum(a->now));
-	IdemArg(args, IDEM_PARAM_LEASE_END, TimestampTzGetDatum(lease_end));
-	IdemArg(args, IDEM_PARAM_EXPIRES_AT,
-			TimestampTzGetDatum(IdemTimePlus(lease_end, a->retention)));
-}
-
-/*
- * Under row level security, the policy is checked before any of a key's
- * locks is touched (IdemLockKey calls IdemCheckScopeBeforeLock): the
- * claim's INSERT, run in a subtransaction that always rolls back, raises
- * 42501 for a scope the caller may not use before it takes or waits for
- * anything of the key (PostgreSQL checks an INSERT's WITH CHECK policies
- * before its ON CONFLICT check).  Had the key's lock come first, even only
- * tried, a tenant would hold another scope's key lock for an instant, so
- * that pg_locks shows it the lock's id (to watch that key's writers with),
- * the holder's wait => false takeovers find it busy, and the refusal comes
- * later while the other scope writes the key.  A scope found allowed is
- * remembered for the user (a few of them, forgotten at any relcache
- * invalidation, as a policy change makes): its later claims check nothing
- * first.
- */
-#define ERRCODE_IDEM_POLICY_PROBED	MAKE_SQLSTATE('I','K','P','0','1')	/* never raised to a caller */
-#define CHECKED_SCOPES 8
-
-typedef struct CheckedScope
-{
-	Oid			userid;
-	Oid			nspid;
-	text	   *scope;			/* NULL: unused; in IdemCacheContext() */
-} CheckedScope;
-
-static CheckedScope checked_scopes[CHECKED_SCOPES];
-static int	checked_next = 0;
-static bool checked_callback = false;
-
-static void
-CheckedScopesForget(Datum arg, Oid relid)
-{
-	for (int i = 0; i < CHECKED_SCOPES; i++)
-		if (checked_scopes[i].scope != NULL)
-		{
-			pfree(checked_scopes[i].scope);
-			checked_scopes[i].scope = NULL;
-		}
-}
-
-static bool
-ScopeChecked(IdemClaimArgs *a)
-{
-	Oid			userid = GetUserId();
-
-	for (int i = 0; i < CHECKED_SCOPES; i++)
-		if (checked_scopes[i].scope != NULL && checked_scopes[i].userid == userid &&
-			checked_scopes[i].nspid == a->nspid &&
-			IdemCompareKeys(checked_scopes[i].scope, a->scope) == 0)
-			return true;
-	return false;
-}
-
-static void
-PolicyProbeBody(void *arg)
-{
-	IdemClaimArgs *a = (IdemClaimArgs *) arg;
-	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
-	int			pin = IdemConnect();
-
-	IdemArgPtr(&args, IDEM_PARAM_REQUEST_HASH, a->hash);
-	IdemArg(&args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(a->nspid)));
-	StampWrite(a, IDEM_STMT_INSERT, &args);
-
-	/*
-	 * Only the INSERT under lock_timeout: the policy is checked before it
-	 * could wait for another writer of the key (in the caller's own scope,
-	 * then), which would hold up a wait => false claim
-	 */
-	(void) set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) IdemExecute(IDEM_STMT_INSERT, a->nspid, &args, false, 0);
-	IdemFinish(pin);
-	ereport(ERROR,
-			(errcode(ERRCODE_IDEM_POLICY_PROBED),
-			 errmsg("row level security allows scope \"%s\"", IdemKeyForMessage(a->scope))));
-}
-
-void
-IdemCheckScopeBeforeLock(IdemClaimArgs *a)
-{
-	static const int caught[] = {ERRCODE_IDEM_POLICY_PROBED, ERRCODE_LOCK_NOT_AVAILABLE, 0};
-	CheckedScope *c;
-
-	/*
-	 * Not on Citus: with the probe's subtransaction rolled back around a
-	 * statement Citus routed, the tenant's next call failed with 08006 and
-	 * ended its session with XX000 (test/citus, citus/tenants).  There a
-	 * tenant that knows another's exact key can hold its lock anyway
-	 * (docs/citus.md, Limitations).
-	 */
-	if (!IdemRlsApplies(a->nspid) || ScopeChecked(a) || IdemCitusPresent())
-		return;
-	if (IdemRunInSubtransaction(PolicyProbeBody, a, caught) != ERRCODE_IDEM_POLICY_PROBED)
-		return;					/* a lock timeout: allowed, but not remembered */
-	if (!checked_callback)
-	{
-		CacheRegisterRelcacheCallback(CheckedScopesForget, (Datum) 0);
-		checked_callback = true;
-	}
-	c = &checked_scopes[checked_next];
-	checked_next = (checked_next + 1) % CHECKED_SCOPES;
-	if (c->scope != NULL)
-		pfree(c->scope);
-	c->userid = GetUserId();
-	c->nspid = a->nspid;
-	c->scope = (text *) MemoryContextAlloc(IdemCacheContext(), VARSIZE_ANY(a->scope));
-	memcpy(c->scope, a->scope, VARSIZE_ANY(a->scope));
-}
-
-/*
  * Run one of a claim's writes, after taking the key's lock (and, for an
  * update with wait => false, the row's), with a new token as :new_token and
  * the lease and expiry counted from after every wait; returns whether it
@@ -359,7 +221,7 @@ ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
 	if (*busy && !policy_check)
 		return false;
 
-	StampWrite(a, stmt, args);
+	IdemStampWrite(a, stmt, args);
 	IdemArg(args, IDEM_PARAM_NEW_TOKEN, Int64GetDatum(IdemNextToken(a->nspid)));
 	if (policy_check)
 	{
@@ -368,7 +230,7 @@ ClaimWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args, bool *busy)
 		{
 			/* the caller's scope, and another transaction writing the key */
 			(void) IdemLockKey(a, true);
-			StampWrite(a, stmt, args);
+			IdemStampWrite(a, stmt, args);
 			written = IdemExecute(stmt, a->nspid, args, false, 0) > 0;
 			*busy = false;
 		}
@@ -854,113 +716,4 @@ idem_claim(PG_FUNCTION_ARGS)
 	result = SPI_returntuple(heap_form_tuple(desc, values, nulls), desc);
 	IdemFinish(pin);
 	PG_RETURN_HEAPTUPLEHEADER(result);
-}
-
-/*
- * Claims this transaction made, what lets a NULL token through: a hash
- * table in the transaction's memory from "scope \x01 key" (neither holds a
- * control character) to the latest token, so that a transaction of many
- * claims (batches of thousands) finds each in constant time.
- */
-typedef struct TxnClaimKey
-{
-	const char *name;
-	int			len;
-} TxnClaimKey;
-
-typedef struct TxnClaim
-{
-	TxnClaimKey key;			/* must be first */
-	int64		token;
-} TxnClaim;
-
-static HTAB *txn_claims = NULL;
-static LocalTransactionId txn_claims_lxid = InvalidLocalTransactionId;
-
-static uint32
-TxnClaimHash(const void *key, Size keysize)
-{
-	const TxnClaimKey *k = (const TxnClaimKey *) key;
-
-	return hash_bytes((const unsigned char *) k->name, k->len);
-}
-
-static int
-TxnClaimMatch(const void *key1, const void *key2, Size keysize)
-{
-	const TxnClaimKey *x = (const TxnClaimKey *) key1;
-	const TxnClaimKey *y = (const TxnClaimKey *) key2;
-
-	return x->len == y->len ? memcmp(x->name, y->name, x->len) : 1;
-}
-
-/* "scope \x01 key", allocated in the current memory context */
-static TxnClaimKey
-TxnClaimKeyOf(text *scope, text *key)
-{
-	int			ls = VARSIZE_ANY_EXHDR(scope);
-	int			lk = VARSIZE_ANY_EXHDR(key);
-	char	   *name = palloc(ls + 1 + lk);
-
-	memcpy(name, VARDATA_ANY(scope), ls);
-	name[ls] = '\x01';
-	memcpy(name + ls + 1, VARDATA_ANY(key), lk);
-	return (TxnClaimKey) {name, ls + 1 + lk};
-}
-
-/*
- * Remember that this transaction claimed (scope, key) with token, so that
- * later calls in the same transaction may leave the token out; a key
- * claimed again keeps its latest token.
- */
-void
-IdemRememberClaim(text *scope, text *key, int64 token)
-{
-	MemoryContext old;
-	TxnClaimKey k;
-	TxnClaim   *claim;
-	bool		found;
-
-	if (txn_claims_lxid != IdemCurrentLxid() || txn_claims == NULL)
-	{
-		HASHCTL		ctl = {0};
-
-		/* the table of an earlier transaction went with its memory */
-		ctl.keysize = sizeof(TxnClaimKey);
-		ctl.entrysize = sizeof(TxnClaim);
-		ctl.hash = TxnClaimHash;
-		ctl.match = TxnClaimMatch;
-		ctl.hcxt = TopTransactionContext;
-		txn_claims = hash_create("idempotency claims of the transaction", 64, &ctl,
-								 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
-		txn_claims_lxid = IdemCurrentLxid();
-	}
-
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	k = TxnClaimKeyOf(scope, key);
-	claim = hash_search(txn_claims, &k, HASH_ENTER, &found);
-	if (found)
-		pfree((void *) k.name);
-	claim->token = token;
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * The token of this transaction's latest claim of (scope, key), if any.
- */
-bool
-IdemRecallClaim(text *scope, text *key, int64 *token)
-{
-	TxnClaimKey k;
-	TxnClaim   *claim;
-
-	if (txn_claims_lxid != IdemCurrentLxid() || txn_claims == NULL)
-		return false;
-	k = TxnClaimKeyOf(scope, key);
-	claim = hash_search(txn_claims, &k, HASH_FIND, NULL);
-	pfree((void *) k.name);
-	if (claim == NULL)
-		return false;
-	*token = claim->token;
-	return true;
 }

@@ -77,7 +77,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
 #include "store.h"
 #include "input.h"
 #include "claim.h"

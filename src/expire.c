@@ -28,7 +28,8 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "idempotency.h"
+#include "common.h"
+#include "settings.h"
 #include "store.h"
 #include "expire.h"
 #include "stats.h"
@@ -71,7 +72,7 @@ IdemExpireBatch(Oid nspid, TimestampTz now, int batch_size, bool skip_locked,
 	List	   *targets = NIL;
 	ListCell   *lc;
 
-	switch (IdemCitusExpiryTargets(nspid, skip_locked, &targets))
+	switch (IdemCitusExpiryTargets(nspid, IdemKeysRelid(nspid), skip_locked, &targets))
 	{
 		case IDEM_EXPIRY_TABLE:
 			targets = list_make1(NULL);

@@ -75,7 +75,7 @@
 #include "rewrite/rowsecurity.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
 #include "guard.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;

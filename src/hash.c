@@ -44,7 +44,7 @@
 #include "utils/numeric.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
 #include "hash.h"
 
 PG_FUNCTION_INFO_V1(idem_request_hash_jsonb);

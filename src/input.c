@@ -36,7 +36,8 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
+#include "settings.h"
 #include "input.h"
 #include "hash.h"
 

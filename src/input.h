@@ -9,7 +9,7 @@
 #ifndef IDEMPOTENCY_INPUT_H
 #define IDEMPOTENCY_INPUT_H
 
-#include "idempotency.h"
+#include "common.h"
 
 extern void IdemValidateKey(text *key, const char *what);
 extern void IdemGetKeyArgs(FunctionCallInfo fcinfo, int keyarg, int scopearg,

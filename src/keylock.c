@@ -23,7 +23,8 @@
 
 #include "compat.h"
 #include "store.h"
-#include "claim.h"
+#include "claimed.h"
+#include "policy.h"
 #include "hash.h"
 #include "keylock.h"
 #include "citus/citus.h"
@@ -246,7 +247,7 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 	else
 		stmt = IDEM_STMT_PROBE_LOCK_KEY;
 
-	if (!IdemCitusPresent() || IdemKeyShardIsLocal(a->nspid, a->scope))
+	if (!IdemCitusPresent() || IdemKeyShardIsLocal(IdemKeysRelid(a->nspid), a->scope))
 		got = LockKeyHere(stmt, id);
 	else if (IdemKeyLockFunctionExists(a->nspid))
 		got = LockKeyRouted(a, stmt);

@@ -9,7 +9,7 @@
 #ifndef IDEMPOTENCY_KEYLOCK_H
 #define IDEMPOTENCY_KEYLOCK_H
 
-#include "claim.h"
+#include "claimed.h"
 
 extern bool IdemLockKey(IdemClaimArgs *a, bool wait);
 extern int	IdemKeyLocksHeld(void);

@@ -25,7 +25,8 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "idempotency.h"
+#include "common.h"
+#include "settings.h"
 #include "store.h"
 #include "input.h"
 #include "claim.h"

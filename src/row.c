@@ -34,7 +34,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
 #include "store.h"
 
 /*

@@ -15,7 +15,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "store.h"
+#include "session.h"
 
 /*
  * Pin search_path to pg_catalog, pg_temp for the extension's own

@@ -18,7 +18,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
-#include "idempotency.h"
+#include "common.h"
 #include "stats.h"
 #include "worker.h"
 #include "await.h"

@@ -58,7 +58,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "idempotency.h"
+#include "common.h"
 #include "store.h"
 #include "input.h"
 

@@ -15,7 +15,7 @@
 #include "postgres.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
 #include "store.h"
 
 /* The table, schema-qualified (or, for expiry on Citus, one of its shards) */

@@ -50,7 +50,7 @@
 #include "utils/tuplestore.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(idem_stats);

@@ -49,7 +49,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
 #include "store.h"
 #include "citus/citus.h"
 
@@ -706,8 +706,13 @@ IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 
 	if (s->stamped)
 		IdemStampCheck(stmt, args);
-	if (scope != NULL && IdemKeyShard(nspid, scope, &shard))
-		IdemCitusHoldShard(nspid, shard.shardid);
+	if (scope != NULL)
+	{
+		Oid			relid = IdemKeysRelid(nspid);
+
+		if (IdemKeyShard(nspid, relid, scope, &shard))
+			IdemCitusHoldShard(relid, shard.shardid);
+	}
 	if (ScopeInlined(stmt, &shard))
 	{
 		rc = InlinedScopeRun(stmt, nspid, args, read_only, count);

@@ -11,7 +11,8 @@
 #define IDEMPOTENCY_STORE_H
 
 #include "executor/spi.h"
-#include "idempotency.h"
+#include "common.h"
+#include "session.h"
 
 /* Saved statements (store.c) */
 typedef enum IdemStmt
@@ -220,15 +221,5 @@ extern bool IdemStampEnd(IdemStamp *s, Oid nspid);
 /* row.c */
 extern void IdemReadRow(IdemRow *row, MemoryContext mcxt);
 extern Datum IdemStatusValue(Oid typid, IdemStatus status);
-
-/* session.c; the pin is exported: bench/floor's rules floor calls it */
-extern PGDLLEXPORT int IdemPinSearchPath(void);
-extern PGDLLEXPORT void IdemUnpinSearchPath(int pin);
-extern int	IdemConnect(void);
-extern void IdemFinish(int pin);
-extern MemoryContext IdemCacheContext(void);
-typedef void (*IdemSubxactBody) (void *arg);
-extern int	IdemRunInSubtransaction(IdemSubxactBody body, void *arg,
-									const int *caught);
 
 #endif							/* IDEMPOTENCY_STORE_H */

@@ -96,7 +96,7 @@
 #include "utils/varlena.h"
 
 #include "compat.h"
-#include "idempotency.h"
+#include "common.h"
 #include "store.h"
 #include "expire.h"
 #include "stats.h"

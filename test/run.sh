@@ -262,8 +262,9 @@ run_one_version()
 		finish
 	fi
 	rm -f "$log"
+	# pgtap for suite pgtap and for the edition's (test/edition/pgtap.sh)
 	case " $suites " in
-	*" pgtap "*)
+	*" pgtap "* | *" edition "*)
 		if ! dpkg-query -W -f='${Status}' "postgresql-$PG_MAJOR-pgtap" 2>/dev/null | grep -q "install ok installed"; then
 			if apt_offers "postgresql-$PG_MAJOR-pgtap"; then
 				apt_install "postgresql-$PG_MAJOR-pgtap" || { fail "install postgresql-$PG_MAJOR-pgtap"; finish; }
@@ -341,7 +342,8 @@ suite_packages()
 		valgrind) echo valgrind ;;
 		monitoring) echo prometheus-postgres-exporter jq curl ;;
 		# pg_tle's build (../shared/pg_tle/build.sh); pg_cron below
-		edition) echo build-essential flex bison libkrb5-dev libssl-dev ;;
+		# test/edition/monitoring.sh: the exporter; pgtap below
+		edition) echo build-essential flex bison libkrb5-dev libssl-dev prometheus-postgres-exporter jq curl ;;
 		esac
 	done
 }

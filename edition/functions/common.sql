@@ -213,23 +213,23 @@ BEGIN
                            CASE units WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
                                       WHEN 'GB' THEN 1073741824 WHEN 'TB' THEN 1099511627776 END END;
         IF factor IS NOT NULL THEN
-            v := pg_catalog.round(pg_catalog.left(raw, pg_catalog.length(raw) OPERATOR(pg_catalog.-) pg_catalog.length(units))::numeric
-                                  OPERATOR(pg_catalog.*) factor);
-            IF v OPERATOR(pg_catalog.>=) lo AND v OPERATOR(pg_catalog.<=) hi THEN
+            num := pg_catalog.left(raw, pg_catalog.length(raw) OPERATOR(pg_catalog.-) pg_catalog.length(units))::numeric
+                   OPERATOR(pg_catalog.*) factor;
+            v := pg_catalog.round(num);
+            IF v OPERATOR(pg_catalog.>=) lo AND v OPERATOR(pg_catalog.<=) hi
+               AND pg_catalog.abs(v OPERATOR(pg_catalog.-) num) OPERATOR(pg_catalog.<>) 0.5 THEN
                 RETURN v::integer;
             END IF;
         END IF;
     END IF;
-    m := pg_catalog.regexp_match(raw, '^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$');
+    factor := NULL;
+    m := pg_catalog.regexp_match(raw, '^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([-+]?)[0-9]+)?)\s*([a-zA-Z]*)\s*$');
     IF m IS NULL THEN
+        /* not a number: guc.c's parse_int gives no hint */
         RAISE EXCEPTION USING ERRCODE = '22023',
-            MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw),
-            HINT = CASE WHEN unit OPERATOR(pg_catalog.=) '' THEN NULL
-                        WHEN unit OPERATOR(pg_catalog.=) 'B' THEN 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".'
-                        ELSE 'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".' END;
+            MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw);
     END IF;
-    num := m[1]::numeric;
-    units := m[2];
+    units := m[3];
     IF units OPERATOR(pg_catalog.=) '' THEN
         factor := 1;
     ELSIF unit OPERATOR(pg_catalog.=) 's' OR unit OPERATOR(pg_catalog.=) 'ms' THEN
@@ -243,20 +243,53 @@ BEGIN
                              WHEN 'GB' THEN 1073741824 WHEN 'TB' THEN 1099511627776 END;
     END IF;
     IF factor IS NULL THEN
+        /* a unit this setting does not take: a hint if it takes any */
+        IF unit OPERATOR(pg_catalog.=) '' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw);
+        END IF;
         RAISE EXCEPTION USING ERRCODE = '22023',
             MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw),
-            HINT = CASE WHEN unit OPERATOR(pg_catalog.=) '' THEN NULL
-                        WHEN unit OPERATOR(pg_catalog.=) 'B' THEN 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".'
+            HINT = CASE WHEN unit OPERATOR(pg_catalog.=) 'B' THEN 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".'
                         ELSE 'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".' END;
     END IF;
-    v := pg_catalog.round(num OPERATOR(pg_catalog.*) factor);
+    /*
+     * A number a double cannot hold (1e400, 1e-400; 1e1000000, which numeric
+     * cannot hold either) is not a number to parse_int's strtod: no hint.
+     */
+    BEGIN
+        num := m[1]::numeric;
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+        num := NULL;
+    END;
+    IF num IS NULL
+       OR pg_catalog.abs(num) OPERATOR(pg_catalog.>) 1.7976931348623157e308
+       OR (num OPERATOR(pg_catalog.<>) 0 AND pg_catalog.abs(num) OPERATOR(pg_catalog.<) 2.2250738585072014e-308) THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw);
+    END IF;
+    num := num OPERATOR(pg_catalog.*) factor;
+    v := pg_catalog.round(num);
+    /* parse_int rounds with rint(): a half to the even neighbour */
+    IF pg_catalog.abs(v OPERATOR(pg_catalog.-) num) OPERATOR(pg_catalog.=) 0.5
+       AND pg_catalog.mod(v, 2) OPERATOR(pg_catalog.<>) 0 THEN
+        v := v OPERATOR(pg_catalog.-) pg_catalog.sign(v OPERATOR(pg_catalog.-) num);
+    END IF;
+    IF v OPERATOR(pg_catalog.<) -2147483648 OR v OPERATOR(pg_catalog.>) 2147483647 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw),
+            HINT = 'Value exceeds integer range.';
+    END IF;
     IF v OPERATOR(pg_catalog.<) lo OR v OPERATOR(pg_catalog.>) hi THEN
+        /* 16 and later print the bounds with the unit too */
         RAISE EXCEPTION USING ERRCODE = '22023',
             MESSAGE = pg_catalog.format('%s%s is outside the valid range for parameter "%s" (%s%s .. %s%s)',
                                         v, CASE WHEN unit OPERATOR(pg_catalog.=) '' THEN '' ELSE ' ' OPERATOR(pg_catalog.||) unit END,
                                         name,
-                                        lo, CASE WHEN unit OPERATOR(pg_catalog.=) '' THEN '' ELSE ' ' OPERATOR(pg_catalog.||) unit END,
-                                        hi, CASE WHEN unit OPERATOR(pg_catalog.=) '' THEN '' ELSE ' ' OPERATOR(pg_catalog.||) unit END);
+                                        lo, CASE WHEN unit OPERATOR(pg_catalog.=) '' OR pg_catalog.current_setting('server_version_num')::integer OPERATOR(pg_catalog.<) 160000
+                                                 THEN '' ELSE ' ' OPERATOR(pg_catalog.||) unit END,
+                                        hi, CASE WHEN unit OPERATOR(pg_catalog.=) '' OR pg_catalog.current_setting('server_version_num')::integer OPERATOR(pg_catalog.<) 160000
+                                                 THEN '' ELSE ' ' OPERATOR(pg_catalog.||) unit END);
     END IF;
     RETURN v::integer;
 END

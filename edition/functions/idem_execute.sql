@@ -494,7 +494,10 @@ BEGIN
      * the claim is written first, so that a scope the caller may not use is
      * refused before its statement starts.
      */
-    subxacts := COALESCE(NULLIF(pg_catalog.current_setting('idempotency_edition.execute_subxacts', true), ''), '0')::pg_catalog.int4;
+    /* (no NULLIF, IS DISTINCT FROM or IN here: they find = on the caller's search_path) */
+    subxacts := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency_edition.execute_subxacts', true), '') OPERATOR(pg_catalog.=) ''
+                     THEN 0
+                     ELSE pg_catalog.current_setting('idempotency_edition.execute_subxacts', true)::pg_catalog.int4 END;
     IF subxacts OPERATOR(pg_catalog.<) 32
        AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
        AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN
@@ -579,7 +582,7 @@ BEGIN
      WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
        AND i.key OPERATOR(pg_catalog.=) idem_execute.key;
     IF FOUND AND kr.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
-       AND kr.request_hash IS NOT DISTINCT FROM req_hash
+       AND (kr.request_hash OPERATOR(pg_catalog.=) req_hash OR (kr.request_hash IS NULL AND req_hash IS NULL))
        AND (kr.status OPERATOR(pg_catalog.=) 'completed'
             OR (kr.status OPERATOR(pg_catalog.=) 'failed' AND NOT kr.retryable)) THEN
         outcome := 'replay';

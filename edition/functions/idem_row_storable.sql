@@ -60,3 +60,5 @@ BEGIN
     RETURN pg_catalog.octet_length(response::text) OPERATOR(pg_catalog.<=) max_text;
 END
 $idem_row_storable$;
+COMMENT ON FUNCTION idem_row_storable(jsonb, text, bytea) IS
+    'idempotency_keys'' CHECK: a response and recovery point short enough for pg_dump, a request hash of 32 bytes';

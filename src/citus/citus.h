@@ -23,8 +23,8 @@ typedef enum IdemExpiryTarget
 	IDEM_EXPIRY_SKIP			/* locked by a change under way: not now */
 } IdemExpiryTarget;
 
-extern IdemExpiryTarget IdemCitusExpiryTargets(Oid nspid, bool skip_locked,
-											   List **shards);
+extern IdemExpiryTarget IdemCitusExpiryTargets(Oid nspid, Oid relid,
+											   bool skip_locked, List **shards);
 
 /* the key's shard (shards.c) */
 
@@ -35,8 +35,9 @@ typedef struct IdemShard
 	Oid			relid;			/* InvalidOid: not on this node */
 } IdemShard;
 
-extern bool IdemKeyShardIsLocal(Oid nspid, text *scope);
-extern bool IdemKeyShard(Oid nspid, text *scope, IdemShard *out);
-extern void IdemCitusHoldShard(Oid nspid, int64 shardid);
+/* relid: idempotency_keys (IdemKeysRelid) of the extension in schema nspid */
+extern bool IdemKeyShardIsLocal(Oid relid, text *scope);
+extern bool IdemKeyShard(Oid nspid, Oid relid, text *scope, IdemShard *out);
+extern void IdemCitusHoldShard(Oid relid, int64 shardid);
 
 #endif							/* IDEMPOTENCY_CITUS_H */

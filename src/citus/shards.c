@@ -71,8 +71,8 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
-#include "idempotency.h"
-#include "store.h"
+#include "common.h"
+#include "session.h"
 #include "citus/citus.h"
 
 /* One shard of idempotency_keys: its hash range, and whether it is here */
@@ -178,14 +178,13 @@ ReadKeyShards(Oid relid)
 }
 
 /*
- * The shard of scope in idempotency_keys (of the extension in schema
- * nspid), or NULL where Citus is not installed or the table is not
- * hash-distributed by scope.  Must be called inside SPI.
+ * The shard of scope in idempotency_keys (relid, IdemKeysRelid), or NULL
+ * where Citus is not installed or the table is not hash-distributed by
+ * scope.  Must be called inside SPI.
  */
 static KeyShard *
-ShardOf(Oid nspid, text *scope)
+ShardOf(Oid relid, text *scope)
 {
-	Oid			relid = IdemKeysRelid(nspid);
 	int32		hash;
 
 	if (!IdemCitusPresent())
@@ -207,21 +206,21 @@ ShardOf(Oid nspid, text *scope)
 }
 
 /*
- * Does this node hold the shard of scope in idempotency_keys (of the
- * extension in schema nspid)?  False where Citus is not installed or the
- * table is not hash-distributed by scope.  Must be called inside SPI.
+ * Does this node hold the shard of scope in idempotency_keys (relid,
+ * IdemKeysRelid)?  False where Citus is not installed or the table is not
+ * hash-distributed by scope.  Must be called inside SPI.
  */
 bool
-IdemKeyShardIsLocal(Oid nspid, text *scope)
+IdemKeyShardIsLocal(Oid relid, text *scope)
 {
-	KeyShard   *shard = ShardOf(nspid, scope);
+	KeyShard   *shard = ShardOf(relid, scope);
 
 	return shard != NULL && shard->local;
 }
 
 /*
- * Scope's shard in idempotency_keys (of the extension in schema nspid),
- * into *out: its id, wherever it is, and where this node holds it (its only
+ * Scope's shard in idempotency_keys (relid, IdemKeysRelid, of the
+ * extension in schema nspid), into *out: its id, wherever it is, and where this node holds it (its only
  * placement) its relation here, else InvalidOid (also if no relation has
  * the shard's name: Citus names a shard <table>_<shardid>, in the table's
  * schema; looked up once per shard list).  False where Citus is not
@@ -229,9 +228,9 @@ IdemKeyShardIsLocal(Oid nspid, text *scope)
  * inside SPI.
  */
 bool
-IdemKeyShard(Oid nspid, text *scope, IdemShard *out)
+IdemKeyShard(Oid nspid, Oid relid, text *scope, IdemShard *out)
 {
-	KeyShard   *shard = ShardOf(nspid, scope);
+	KeyShard   *shard = ShardOf(relid, scope);
 
 	out->shardid = 0;
 	out->relid = InvalidOid;
@@ -352,8 +351,8 @@ RelationOwner(Oid relid)
 }
 
 /*
- * Hold shard shardid of idempotency_keys (of the extension in schema
- * nspid) where it is until this transaction ends: Citus's shard metadata
+ * Hold shard shardid of idempotency_keys (relid, IdemKeysRelid) where it
+ * is until this transaction ends: Citus's shard metadata
  * lock (ShareLock), which every write through Citus takes and a shard move
  * or split takes on every node while it switches the shard's placement (a
  * move with block_writes from before its copy); then the invalidations of
@@ -373,7 +372,7 @@ RelationOwner(Oid relid)
  * Once per shard and transaction.
  */
 void
-IdemCitusHoldShard(Oid nspid, int64 shardid)
+IdemCitusHoldShard(Oid relid, int64 shardid)
 {
 	Datum		elem = Int64GetDatum(shardid);
 	ArrayType  *shards;
@@ -385,7 +384,7 @@ IdemCitusHoldShard(Oid nspid, int64 shardid)
 		return;
 	if (!lock_fn_known)
 		LockFnLookUp();
-	owner = RelationOwner(IdemKeysRelid(nspid));
+	owner = RelationOwner(relid);
 	shards = construct_array(&elem, 1, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
 							 TYPALIGN_DOUBLE);
 	GetUserIdAndSecContext(&save_userid, &save_sec);
@@ -599,9 +598,8 @@ KeysDistributed(Oid relid)
  * and a shard dropped meanwhile is left out.  Called inside SPI.
  */
 IdemExpiryTarget
-IdemCitusExpiryTargets(Oid nspid, bool skip_locked, List **shards)
+IdemCitusExpiryTargets(Oid nspid, Oid relid, bool skip_locked, List **shards)
 {
-	Oid			relid = IdemKeysRelid(nspid);
 	List	   *names;
 	ListCell   *lc;
 	bool		distributed;

@@ -39,20 +39,20 @@ PLAIN=$root/edition/dist/idempotency-sql--$version.sql
 
 # The files that run against the edition, in the Makefile's order
 REGRESS="setup claim attempts batch record hash input expire expire_backlog execute execute_hostile
-key_locks owner attack_interval attack_execute attack_dump attack_lock_id plans large_response await"
+key_locks owner interval_calendar execute_rules response_dump_size key_lock_secret plans large_response await"
 ISOLATION="claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await
-claim_repeatable_read claim_serializable takeover execute execute_race attack_probe
-attack_savepoint_locks scope_policy_before_lock lease_after_wait row_type_change"
+claim_repeatable_read claim_serializable takeover execute execute_race scope_probe
+key_lock_savepoints scope_policy_before_lock lease_after_wait row_type_change"
 # and those that do not, each with its reason
 declare -A EXCLUDED=(
 	[regress/guc]="the C library's settings as pg_settings lists them (bounds, contexts, units): the edition's are placeholder settings, read with their defaults"
 	[regress/stats]="the counters the preloaded library keeps in shared memory: the edition keeps none"
 	[regress/no_preload]="how the C library answers when it is loaded at first use rather than preloaded"
-	[isolation/attack_guard_index]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
-	[isolation/attack_guard_matview]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
-	[isolation/attack_guard_sequence]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
-	[isolation/attack_mapping_rule]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
-	[isolation/attack_lock_squat]="the edition's key locks are advisory locks, which a role that reads a lock id in pg_locks can take (docs/managed.md, What differs)"
+	[isolation/guard_index]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
+	[isolation/guard_matview]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
+	[isolation/guard_sequence]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
+	[isolation/guard_mapping_table]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
+	[isolation/key_lock_squat]="the edition's key locks are advisory locks, which a role that reads a lock id in pg_locks can take (docs/managed.md, What differs)"
 )
 # and the edition's own tests (test/edition/sql/NAME.sql, expected/NAME.out),
 # run as they are, after setup
@@ -97,11 +97,15 @@ cp "$DIR/regress/sql/edition-install.psql" "$DIR/regress/"
 # the input's own transformation; for the expected output, the same plus
 # the echo of edition-install.psql's first line and no CONTEXT lines
 # (and the key lock tag: the edition's key locks are int8 advisory locks,
-# objsubid 1, where the C build's are 7653; sql/key_locks.sql counts them)
+# objsubid 1, where the C build's are 7653; sql/key_locks.sql counts them);
+# and a SET of idempotency.await_result, which the C build checks at SET, is
+# a SET LOCAL and a claim that reads it (the edition's placeholder takes any
+# value, the call refuses it: test/edition/sql/setting_values.sql)
 ed_input() {
 	sed -e 's/^\\set SHOW_CONTEXT .*/\\set SHOW_CONTEXT never/' \
 		-e 's/^CREATE EXTENSION idempotency;$/\\ir edition-install.psql/' \
-		-e "s/locktype = 'advisory' AND objsubid = 7653/locktype = 'advisory' AND objsubid = 1/" "$1"
+		-e "s/locktype = 'advisory' AND objsubid = 7653/locktype = 'advisory' AND objsubid = 1/" \
+		-e "s/^SET idempotency\.await_result = '*\(-1\|2h\)'*;$/DO \$\$ BEGIN PERFORM set_config('idempotency.await_result', '\1', true); PERFORM idem_claim('a-bad', NULL, 'await'); END \$\$;/" "$1"
 }
 ed_expected() {
 	echo '\set SHOW_CONTEXT never'
@@ -124,7 +128,7 @@ for t in $REGRESS; do
 done
 for t in $EDITION_ONLY; do
 	cp "$root/test/edition/sql/$t.sql" "$DIR/regress/sql/"
-	cp "$root/test/edition/expected/$t.out" "$DIR/regress/expected/"
+	cp "$root/test/edition/expected/$t.out" "$root"/test/edition/expected/"$t"_[0-9].out "$DIR/regress/expected/" 2>/dev/null
 done
 for t in $ISOLATION; do
 	cp "$root/test/specs/$t.spec" "$DIR/iso/specs/"

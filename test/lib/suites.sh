@@ -205,12 +205,13 @@ suite_docs()
 # a server of its own without preload); then test/edition/hash_corpus.sql
 # through pg_regress on a server of the installed PostgreSQL, in a
 # database with the C build in public and the edition's plain script in
-# schema ed, compared with test/edition/hash_corpus.out.  Lines
+# schema ed, compared with test/edition/hash_corpus.out; migrate.sh,
+# compare.sh (on migrate.sh's server) and migrate-tle.sh.  Lines
 # "pgN/edition/NAME".
 suite_edition()
 {
 	local bin out port dir=$WORK/edition line why="" build part
-	say "edition (the SQL edition: make edition; test/edition/install.sh, regress.sh, hash_corpus.sql, migrate.sh, migrate-tle.sh)"
+	say "edition (the SQL edition: make edition; test/edition/install.sh, regress.sh, hash_corpus.sql, migrate.sh, compare.sh, migrate-tle.sh, pgtap.sh, monitoring.sh)"
 	if ! run_logged "$WORK/edition_build.log" "${MAKE_PG[@]}" edition; then
 		fail "edition/build (make edition)"
 		cat "$WORK/edition_build.log"
@@ -257,6 +258,14 @@ suite_edition()
 	setsid runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
 		bash "$WORK/test/edition/install.sh" "$bin" "$dir/install" "$port" >"$WORK/edition_install.log" 2>&1 </dev/null &
 	local install_pid=$!
+	# monitoring.sh waits mostly for the exporter: beside the rest too, on
+	# a server and an exporter port of its own
+	as_postgres mkdir -p "$dir/monitoring"
+	port=$(free_port 55590)
+	setsid runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+		bash "$WORK/test/edition/monitoring.sh" "$bin" "$dir/monitoring" "$port" "$(free_port 9190)" \
+		>"$WORK/edition_monitoring.log" 2>&1 </dev/null &
+	local monitoring_pid=$!
 	port=$(free_port 55560)
 	run_logged "$WORK/edition_regress.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
 		bash "$WORK/test/edition/regress.sh" "$bin" "$dir/regress" "$port"
@@ -272,6 +281,12 @@ suite_edition()
 	edition_lines "$WORK/edition_migrate.log"
 	grep -q '^\(ok\|not ok\) ' "$WORK/edition_migrate.log" ||
 		fail "edition/migrate (test/edition/migrate.sh exited $out and ran nothing)"
+	# the edition's objects against the C build's (catalogs, roles,
+	# idem_claim's answers), on migrate.sh's server ($PG_BIN): no initdb
+	port=$(free_port 55555)
+	run_logged "$WORK/edition_compare.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+		bash "$WORK/test/edition/compare.sh" "$PG_BIN" "$dir/migrate" "$port"
+	edition_part_done compare $?
 	# the pg_tle edition moved: to a database beside it and on another
 	# pg_tle server (the prepared copy, $bin), to the C build ($PG_BIN) and
 	# back; one server at a time, on ports port..port+2, sockets in its dir
@@ -281,6 +296,19 @@ suite_edition()
 		bash "$WORK/test/edition/migrate-tle.sh" "$PG_BIN" "$bin" "$dir/migrate-tle" "$port"
 	out=$?
 	edition_part_done migrate-tle "$out"
+	# the C build's pgTAP files against both installs (test/edition/pgtap.sh)
+	port=$(free_port 55580)
+	as_postgres mkdir -p "$dir/pgtap"
+	run_logged "$WORK/edition_pgtap.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+		bash "$WORK/test/edition/pgtap.sh" "$bin" "$dir/pgtap" "$port"
+	out=$?
+	if grep -q '^skip ' "$WORK/edition_pgtap.log"; then
+		edition_lines "$WORK/edition_pgtap.log"
+	else
+		edition_part_done pgtap "$out"
+	fi
+	wait "$monitoring_pid"
+	edition_part_done monitoring $?
 	wait "$install_pid"
 	edition_part_done install $?
 }
@@ -579,7 +607,13 @@ http_edition_finish()
 
 suite_package()
 {
-	say "package (test/deb.sh)"
+	say "package (test/meta.py, test/deb.sh)"
+	if python3 test/meta.py >"$WORK/meta.log" 2>&1; then
+		pass "package/pgxn ($(cat "$WORK/meta.log"))"
+	else
+		fail "package/pgxn (test/meta.py)"
+		cat "$WORK/meta.log"
+	fi
 	if run_logged "$WORK/package.log" bash test/deb.sh; then
 		pass "package/postgresql-$PG_MAJOR-idempotency ($(grep -m1 '^built' "$WORK/package.log"))"
 	else

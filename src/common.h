@@ -1,19 +1,21 @@
 /*-------------------------------------------------------------------------
  *
- * idempotency.h
- *	  Declarations shared by the idempotency extension's source files.
+ * common.h
+ *	  Declarations shared by the idempotency extension's source files: the
+ *	  ground floor, which includes no other module.
  *
  * The extension keeps one row per (scope, key) in idempotency_keys and
  * reaches that table only through SPI with saved plans (store.c), so that
  * it also works where the table is a shell over shards (Citus).  Each
  * module has a header of its own (store.h, claim.h, input.h, hash.h,
  * expire.h, stats.h, worker.h, shmem.h, guard.h, citus/citus.h); this one
- * has what they all share: SQLSTATEs, settings, a key's status.
+ * has what they all share: SQLSTATEs, a key's status.  The settings are
+ * settings.h's; _PG_init (idempotency.c) is on top and has no header.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef IDEMPOTENCY_H
-#define IDEMPOTENCY_H
+#ifndef IDEMPOTENCY_COMMON_H
+#define IDEMPOTENCY_COMMON_H
 
 #include "fmgr.h"
 #include "datatype/timestamp.h"
@@ -42,21 +44,6 @@
 #define IDEM_STAMP_SLACK_USECS	INT64CONST(10000)
 #endif
 
-/* idempotency.stale_policy values */
-typedef enum IdemStalePolicy
-{
-	IDEM_STALE_RECLAIM,
-	IDEM_STALE_HOLD
-} IdemStalePolicy;
-
-/* GUCs (idempotency.c) */
-extern int	idem_lease_seconds;
-extern int	idem_retention_seconds;
-extern int	idem_max_key_length;
-extern int	idem_stale_policy;
-extern int	idem_max_attempts;
-extern int	idem_await_result_ms;
-
 /* Status of a key row, as the saved SELECT reports it */
 typedef enum IdemStatus
 {
@@ -65,4 +52,4 @@ typedef enum IdemStatus
 	IDEM_FAILED = 2
 } IdemStatus;
 
-#endif							/* IDEMPOTENCY_H */
+#endif							/* IDEMPOTENCY_COMMON_H */
