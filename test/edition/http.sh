@@ -9,8 +9,8 @@
 # PostgreSQL without the C build's files (test/edition/prepare.sh makes
 # one).  As the postgres OS user, after make edition, with Node.js and the
 # service's modules (examples/http/node_modules, or NODE_PATH) in place:
-# test/lib/suites.sh's suite_http calls it after the three services'
-# runs against the C build.
+# test/lib/suites.sh's suite_http runs it beside the three services' runs
+# against the C build (on a server of its own: nothing is shared).
 #
 # The superuser does only what the provider does: creates the owner role
 # and its database.  The owner installs the plain script, creates the
