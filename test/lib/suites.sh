@@ -473,10 +473,11 @@ build_java_example()
 # (examples/conformance/*.test.js, node --test): each service in a database
 # of its own, set up by examples/db/schema.sql and used as a login role with
 # only the grants that script gives.  One line per service and test file.
+# Beside them, the Node.js service against the SQL edition (http_edition_start).
 suite_http()
 {
 	local port svc db cmd f name log
-	say "http (examples/: Node.js, Go and Java services x examples/conformance, node --test)"
+	say "http (examples/: Node.js, Go and Java services x examples/conformance, node --test; Node.js again on the SQL edition, test/edition/http.sh)"
 	port=$(free_port 55532)
 	if ! http_modules; then
 		fail "http (could not get Node.js and its modules)"
@@ -491,6 +492,7 @@ suite_http()
 		stop_server "$WORK/http_data"
 		return
 	fi
+	http_edition_start
 	for svc in node go java; do
 		db=examples_$svc
 		case $svc in
@@ -550,6 +552,57 @@ suite_http()
 		done
 	done
 	stop_server "$WORK/http_data"
+	http_edition_finish
+}
+
+# The Node.js service once more, against the SQL edition: test/edition/http.sh
+# on a copy of this PostgreSQL without the C build (test/edition/prepare.sh),
+# the plain script installed by the database's owner (no superuser), as on
+# Cloud SQL, on a server of its own.  It waits most of its time (leases,
+# held answers), so it runs beside the C build's services:
+# http_edition_start before them, http_edition_finish after.  Lines
+# "pgN/http/edition/NAME".
+http_edition_start()
+{
+	local build bin port
+	HTTP_EDITION_PID="" HTTP_EDITION_T0=$SECONDS
+	build=$(cd .. && pwd)/shared/pg_tle/build.sh
+	as_postgres mkdir -p "$WORK/http_edition/run"
+	if ! run_logged "$WORK/http_edition_build.log" "${MAKE_PG[@]}" edition ||
+		! run_logged "$WORK/http_edition_prepare.log" env PGTLE_BUILD="$build" \
+			bash "$WORK/test/edition/prepare.sh" "$PG_BIN" "$WORK/http_edition/pg"; then
+		fail "http/edition (make edition; test/edition/prepare.sh)"
+		tail_logs "$WORK/http_edition_build.log" "$WORK/http_edition_prepare.log"
+		return
+	fi
+	bin=$(tail -n 1 "$WORK/http_edition_prepare.log")
+	port=$(free_port 55536)
+	setsid runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" ${NODE_PATH:+NODE_PATH="$NODE_PATH"} \
+		bash "$WORK/test/edition/http.sh" "$bin" "$WORK/http_edition/run" "$port" \
+		>"$WORK/http_edition.log" 2>&1 </dev/null &
+	HTTP_EDITION_PID=$!
+	note "http/edition: started, $((SECONDS - HTTP_EDITION_T0)) s to make edition and prepare the copy"
+}
+
+http_edition_finish()
+{
+	local line out t0=$SECONDS
+	[ -n "$HTTP_EDITION_PID" ] || return 0
+	wait "$HTTP_EDITION_PID"
+	out=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) pass "http/edition/${line#ok }" ;;
+		"not ok "*) fail "http/edition/${line#not ok }" ;;
+		*) printf '          %s\n' "$line" ;;
+		esac
+	done <"$WORK/http_edition.log"
+	if ! grep -q '^ok setup' "$WORK/http_edition.log" && ! grep -q '^not ok ' "$WORK/http_edition.log"; then
+		fail "http/edition (test/edition/http.sh exited $out and ran nothing)"
+	elif [ "$out" -ne 0 ] && ! grep -q '^not ok ' "$WORK/http_edition.log"; then
+		fail "http/edition (test/edition/http.sh exited $out)"
+	fi
+	note "http/edition: waited $((SECONDS - t0)) s for it after the C build's services ($((SECONDS - HTTP_EDITION_T0)) s in all)"
 }
 
 suite_package()
