@@ -223,7 +223,7 @@ BEGIN
         END IF;
     END IF;
     factor := NULL;
-    m := pg_catalog.regexp_match(raw, '^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([-+]?)[0-9]+)?)\s*([a-zA-Z]*)\s*$');
+    m := pg_catalog.regexp_match(raw, E'^\\s*([-+]?(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE]([-+]?)[0-9]+)?)\\s*([a-zA-Z]*)\\s*$');
     IF m IS NULL THEN
         /* not a number: guc.c's parse_int gives no hint */
         RAISE EXCEPTION USING ERRCODE = '22023',
@@ -421,7 +421,7 @@ BEGIN
                 DETAIL = pg_catalog.format('The %s is %s bytes; idempotency.max_key_length is %s.', what, len, maxlen);
         END IF;
         /* a control character is one byte in every server encoding */
-        IF v OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]' THEN
+        IF v OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
             b := pg_catalog.convert_to(v, pg_catalog.getdatabaseencoding());
             pos := 0;
             WHILE pos OPERATOR(pg_catalog.<) len LOOP

@@ -208,8 +208,8 @@ BEGIN
     IF pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.=) 0
        OR pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) maxlen
        OR pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.>) maxlen
-       OR v_key OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]'
-       OR v_scope OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]' THEN
+       OR v_key OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]'
+       OR v_scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
         PERFORM idem__check_key(v_key, v_scope);
     END IF;
     IF pg_catalog.current_setting('transaction_read_only')::boolean THEN

@@ -353,8 +353,8 @@ BEGIN
     IF pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 0
        OR pg_catalog.octet_length(key) OPERATOR(pg_catalog.>) maxlen
        OR pg_catalog.octet_length(scope) OPERATOR(pg_catalog.>) maxlen
-       OR key OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]'
-       OR scope OPERATOR(pg_catalog.~) '[\x01-\x1f\x7f]' THEN
+       OR key OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]'
+       OR scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
         PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
     END IF;
     /*
@@ -425,9 +425,9 @@ BEGIN
          * Linear: one pass of one regular expression over the text, left
          * at the first word.
          */
-        word := pg_catalog.upper((pg_catalog.regexp_match(query, '^\s*([A-Za-z_]+)'))[1]);
+        word := pg_catalog.upper((pg_catalog.regexp_match(query, E'^\\s*([A-Za-z_]+)'))[1]);
         IF word IS NULL THEN
-            FOR tok IN SELECT t[1] FROM pg_catalog.regexp_matches(query, '(/\*|\*/|--|\n|[ \t\r\f\v]+|[A-Za-z_]+|.)', 'g') AS t LOOP
+            FOR tok IN SELECT t[1] FROM pg_catalog.regexp_matches(query, E'(/\\*|\\*/|--|\\n|[ \\t\\r\\f\\v]+|[A-Za-z_]+|.)', 'g') AS t LOOP
                 IF in_line THEN
                     in_line := tok OPERATOR(pg_catalog.<>) E'\n';
                 ELSIF depth OPERATOR(pg_catalog.>) 0 THEN
@@ -440,7 +440,7 @@ BEGIN
                     in_line := true;
                 ELSIF tok OPERATOR(pg_catalog.=) '/*' THEN
                     depth := 1;
-                ELSIF tok OPERATOR(pg_catalog.~) '^\s+$' THEN
+                ELSIF tok OPERATOR(pg_catalog.~) E'^\\s+$' THEN
                     NULL;
                 ELSE
                     word := pg_catalog.upper(tok);

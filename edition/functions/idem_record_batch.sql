@@ -139,7 +139,7 @@ BEGIN
         GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
                                 e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
         RAISE EXCEPTION USING ERRCODE = e_state, MESSAGE = e_message,
-            DETAIL = pg_catalog.regexp_replace(e_detail, ' \((idem_complete|idem_fail)\)\.$', ' (idem_record_batch).'),
+            DETAIL = pg_catalog.regexp_replace(e_detail, E' \\((idem_complete|idem_fail)\\)\\.$', ' (idem_record_batch).'),
             HINT = e_hint;
     END;
 

@@ -141,8 +141,8 @@ BEGIN
                                            LATERAL (SELECT j::numeric) AS x(x)
                                WHERE scale(x) > 63 OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33))) THEN
                 out[n] := regexp_replace(v::text,
-                                         '("(?:[^"\\]|\\.)*")|([,:]) |(\.[0-9]*[1-9])0+(?![0-9])|\.0+(?![0-9])',
-                                         '\1\2\3', 'g');
+                                         E'("(?:[^"\\\\]|\\\\.)*")|([,:]) |(\\.[0-9]*[1-9])0+(?![0-9])|\\.0+(?![0-9])',
+                                         E'\\1\\2\\3', 'g');
                 CONTINUE;
             END IF;
             IF jsonb_typeof(v) = 'object' THEN
@@ -237,7 +237,7 @@ BEGIN
        AND (nzeros = 0 OR length(doc) - length(replace(doc, '.', '')) = points) THEN
         canonical := replace(json_strip_nulls(replace(doc, '": null', '": -0.0E-0')::json)::text, '-0.0E-0', 'null');
         IF nzeros > 4 THEN
-            canonical := regexp_replace(canonical, '(\.[0-9]*[1-9])0+(?![0-9])|\.0+(?![0-9])', '\1', 'g');
+            canonical := regexp_replace(canonical, E'(\\.[0-9]*[1-9])0+(?![0-9])|\\.0+(?![0-9])', E'\\1', 'g');
         ELSE
             FOREACH form IN ARRAY zeros LOOP
                 x := trim_scale(form::numeric);
@@ -255,8 +255,8 @@ BEGIN
      * regexp pass over jsonb's text, strings kept as they are, the
      * separators' spaces and the fractions' trailing zeros dropped.
      */
-    RETURN sha256(convert_to(regexp_replace(doc, '("(?:[^"\\]|\\.)*")|([,:]) |(\.[0-9]*[1-9])0+(?![0-9])|\.0+(?![0-9])',
-                                            '\1\2\3', 'g'),
+    RETURN sha256(convert_to(regexp_replace(doc, E'("(?:[^"\\\\]|\\\\.)*")|([,:]) |(\\.[0-9]*[1-9])0+(?![0-9])|\\.0+(?![0-9])',
+                                            E'\\1\\2\\3', 'g'),
                              getdatabaseencoding()));
 END
 $idem_request_hash$;
