@@ -188,9 +188,15 @@ AS $idem__int_value$
 DECLARE
     m text[];
     num numeric;
+    r numeric;
     factor numeric;
+    next_factor numeric;
     units text;
+    rest text;
+    digits text;
     v numeric;
+    use_strtod boolean := false;
+    i integer;
 BEGIN
     IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
         RETURN dflt;
@@ -198,11 +204,15 @@ BEGIN
     /*
      * Digits and a unit of PostgreSQL's, as SHOW prints the C build's
      * settings ('1min', '255B', '0'), in a few steps without a regular
-     * expression: the value the steps below would find for it; anything
-     * else (or a value out of range) goes through them.
+     * expression: the value the steps below would find for it (no leading
+     * 0, which strtol reads as octal; a whole number of a unit is a whole
+     * number of the next smaller one); anything else, or a value out of
+     * range, goes through them.
      */
     units := pg_catalog.ltrim(raw, '0123456789');
     IF units OPERATOR(pg_catalog.<>) raw
+       AND pg_catalog.length(raw) OPERATOR(pg_catalog.<=) 13
+       AND (pg_catalog.left(raw, 1) OPERATOR(pg_catalog.<>) '0' OR raw OPERATOR(pg_catalog.=) '0')
        AND units IN ('', 'us', 'ms', 's', 'min', 'h', 'd', 'B', 'kB', 'MB', 'GB', 'TB') THEN
         factor := CASE WHEN units OPERATOR(pg_catalog.=) '' THEN 1
                        WHEN unit OPERATOR(pg_catalog.=) 's' OR unit OPERATOR(pg_catalog.=) 'ms' THEN
@@ -222,53 +232,111 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    factor := NULL;
-    m := pg_catalog.regexp_match(raw, E'^\\s*([-+]?(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE]([-+]?)[0-9]+)?)\\s*([a-zA-Z]*)\\s*$');
+    /*
+     * guc.c's parse_int, step by step: strtol(raw, 0) (leading white space,
+     * a sign, 0x hex, 0 octal, else decimal); strtod instead when a '.',
+     * 'e' or 'E' follows its digits, when they overflow a long, or when raw
+     * starts with '.'; then white space, then a unit (at most 3 characters,
+     * white space after it and nothing else), the value rounded to a whole
+     * number of the next smaller unit (convert_to_base_unit), then rint.
+     */
+    m := pg_catalog.regexp_match(raw, E'^[ \\t\\n\\v\\f\\r]*([-+]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)(.*)$');
     IF m IS NULL THEN
-        /* not a number: guc.c's parse_int gives no hint */
-        RAISE EXCEPTION USING ERRCODE = '22023',
-            MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw);
-    END IF;
-    units := m[3];
-    IF units OPERATOR(pg_catalog.=) '' THEN
-        factor := 1;
-    ELSIF unit OPERATOR(pg_catalog.=) 's' OR unit OPERATOR(pg_catalog.=) 'ms' THEN
-        factor := CASE units WHEN 'us' THEN 0.000001 WHEN 'ms' THEN 0.001 WHEN 's' THEN 1
-                             WHEN 'min' THEN 60 WHEN 'h' THEN 3600 WHEN 'd' THEN 86400 END;
-        IF factor IS NOT NULL AND unit OPERATOR(pg_catalog.=) 'ms' THEN
-            factor := factor OPERATOR(pg_catalog.*) 1000;
-        END IF;
-    ELSIF unit OPERATOR(pg_catalog.=) 'B' THEN
-        factor := CASE units WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
-                             WHEN 'GB' THEN 1073741824 WHEN 'TB' THEN 1099511627776 END;
-    END IF;
-    IF factor IS NULL THEN
-        /* a unit this setting does not take: a hint if it takes any */
-        IF unit OPERATOR(pg_catalog.=) '' THEN
+        use_strtod := pg_catalog.left(raw, 1) OPERATOR(pg_catalog.=) '.';
+        IF NOT use_strtod THEN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw);
         END IF;
-        RAISE EXCEPTION USING ERRCODE = '22023',
-            MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw),
-            HINT = CASE WHEN unit OPERATOR(pg_catalog.=) 'B' THEN 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".'
-                        ELSE 'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".' END;
+    ELSIF pg_catalog.left(m[3], 1) IN ('.', 'e', 'E') OR pg_catalog.length(m[2]) OPERATOR(pg_catalog.>) 24 THEN
+        use_strtod := true;
+    ELSE
+        digits := m[2];
+        rest := m[3];
+        num := 0;
+        IF pg_catalog.lower(pg_catalog.left(digits, 2)) OPERATOR(pg_catalog.=) '0x' THEN
+            FOR i IN 3 .. pg_catalog.length(digits) LOOP
+                num := num OPERATOR(pg_catalog.*) 16 OPERATOR(pg_catalog.+)
+                       (pg_catalog.strpos('0123456789abcdef', pg_catalog.lower(pg_catalog.substr(digits, i, 1))) OPERATOR(pg_catalog.-) 1);
+            END LOOP;
+        ELSIF pg_catalog.left(digits, 1) OPERATOR(pg_catalog.=) '0' THEN
+            FOR i IN 2 .. pg_catalog.length(digits) LOOP
+                num := num OPERATOR(pg_catalog.*) 8 OPERATOR(pg_catalog.+) pg_catalog.substr(digits, i, 1)::integer;
+            END LOOP;
+        ELSE
+            num := digits::numeric;
+        END IF;
+        IF num OPERATOR(pg_catalog.>) 9223372036854775807 THEN
+            use_strtod := true;			/* strtol's ERANGE */
+        ELSIF m[1] OPERATOR(pg_catalog.=) '-' THEN
+            num := OPERATOR(pg_catalog.-) num;
+        END IF;
     END IF;
-    /*
-     * A number a double cannot hold (1e400, 1e-400; 1e1000000, which numeric
-     * cannot hold either) is not a number to parse_int's strtod: no hint.
-     */
-    BEGIN
-        num := m[1]::numeric;
-    EXCEPTION WHEN numeric_value_out_of_range THEN
-        num := NULL;
-    END;
-    IF num IS NULL
-       OR pg_catalog.abs(num) OPERATOR(pg_catalog.>) 1.7976931348623157e308
-       OR (num OPERATOR(pg_catalog.<>) 0 AND pg_catalog.abs(num) OPERATOR(pg_catalog.<) 2.2250738585072014e-308) THEN
-        RAISE EXCEPTION USING ERRCODE = '22023',
-            MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw);
+    IF use_strtod THEN
+        m := pg_catalog.regexp_match(raw, E'^[ \\t\\n\\v\\f\\r]*([-+]?(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][-+]?[0-9]+)?)(.*)$');
+        IF m IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw);
+        END IF;
+        rest := m[2];
+        /* beyond a double (1e400, 1e-400, 1e1000000): strtod's ERANGE, no hint */
+        BEGIN
+            /* (digits past the 40th after the point change no double) */
+            num := pg_catalog.regexp_replace(m[1], E'(\\.[0-9]{40})[0-9]+', E'\\1')::numeric;
+        EXCEPTION WHEN numeric_value_out_of_range THEN
+            num := NULL;
+        END;
+        IF num IS NULL
+           OR pg_catalog.abs(num) OPERATOR(pg_catalog.>) 1.7976931348623157e308
+           OR (num OPERATOR(pg_catalog.<>) 0 AND pg_catalog.abs(num) OPERATOR(pg_catalog.<) 2.2250738585072014e-308) THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw);
+        END IF;
     END IF;
-    num := num OPERATOR(pg_catalog.*) factor;
+    rest := pg_catalog.ltrim(rest, E' \t\n\x0b\f\r');
+    IF rest OPERATOR(pg_catalog.<>) '' THEN
+        IF unit OPERATOR(pg_catalog.=) '' THEN
+            /* a setting without units: no hint */
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw);
+        END IF;
+        units := (pg_catalog.regexp_match(rest, E'^[^ \\t\\n\\v\\f\\r]{1,3}'))[1];
+        factor := NULL;
+        IF pg_catalog.ltrim(pg_catalog.substr(rest, pg_catalog.length(units) OPERATOR(pg_catalog.+) 1), E' \t\n\x0b\f\r') OPERATOR(pg_catalog.=) '' THEN
+            IF unit OPERATOR(pg_catalog.=) 'B' THEN
+                factor := CASE units WHEN 'TB' THEN 1099511627776 WHEN 'GB' THEN 1073741824 WHEN 'MB' THEN 1048576
+                                     WHEN 'kB' THEN 1024 WHEN 'B' THEN 1 END;
+                next_factor := CASE units WHEN 'TB' THEN 1073741824 WHEN 'GB' THEN 1048576 WHEN 'MB' THEN 1024
+                                          WHEN 'kB' THEN 1 END;
+            ELSE
+                factor := CASE units WHEN 'd' THEN 86400 WHEN 'h' THEN 3600 WHEN 'min' THEN 60 WHEN 's' THEN 1
+                                     WHEN 'ms' THEN 0.001 WHEN 'us' THEN 0.000001 END;
+                next_factor := CASE units WHEN 'd' THEN 3600 WHEN 'h' THEN 60 WHEN 'min' THEN 1 WHEN 's' THEN 0.001
+                                          WHEN 'ms' THEN 0.000001 END;
+                IF unit OPERATOR(pg_catalog.=) 'ms' THEN
+                    factor := factor OPERATOR(pg_catalog.*) 1000;
+                    next_factor := next_factor OPERATOR(pg_catalog.*) 1000;
+                END IF;
+            END IF;
+        END IF;
+        IF factor IS NULL THEN
+            /* a unit this setting does not take, or more after it */
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = pg_catalog.format('invalid value for parameter "%s": "%s"', name, raw),
+                HINT = CASE WHEN unit OPERATOR(pg_catalog.=) 'B' THEN 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".'
+                            ELSE 'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".' END;
+        END IF;
+        num := num OPERATOR(pg_catalog.*) factor;
+        IF next_factor IS NOT NULL THEN
+            /* "30.1GB": to the nearest whole number of the next smaller unit (rint) */
+            r := num OPERATOR(pg_catalog./) next_factor;
+            v := pg_catalog.round(r);
+            IF pg_catalog.abs(v OPERATOR(pg_catalog.-) r) OPERATOR(pg_catalog.=) 0.5
+               AND pg_catalog.mod(v, 2) OPERATOR(pg_catalog.<>) 0 THEN
+                v := v OPERATOR(pg_catalog.-) pg_catalog.sign(v OPERATOR(pg_catalog.-) r);
+            END IF;
+            num := v OPERATOR(pg_catalog.*) next_factor;
+        END IF;
+    END IF;
     v := pg_catalog.round(num);
     /* parse_int rounds with rint(): a half to the even neighbour */
     IF pg_catalog.abs(v OPERATOR(pg_catalog.-) num) OPERATOR(pg_catalog.=) 0.5

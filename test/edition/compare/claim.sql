@@ -2,7 +2,7 @@
 -- edition in one database, side by side.  Install both (the C extension in
 -- public, the edition's plain script in schema ed), then run this once per
 -- schema and diff the two outputs, which must be the same (lease_len and
--- due_len, intervals between two clock readings, are cut to the minute):
+-- due_len, intervals between two clock readings, are rounded to the second):
 -- test/edition/compare.sh does so (edition/compare/claim).
 --   psql -X -a -d DB -v s=public -f claim.sql 2>&1 | grep -vE '^(CONTEXT|LOCATION|PL/pgSQL|SQL statement)' | sed 's/^psql:[^:]*:[0-9]*: //' >c.out
 --   psql -X -a -d DB -v s=ed     -f claim.sql 2>&1 | (same filter) >ed.out
@@ -17,7 +17,7 @@ SET search_path = :s;
 \pset null '<null>'
 CREATE TEMP VIEW v AS SELECT scope, key, status, response_code, response, request_hash IS NOT NULL AS hashed,
   attempts, retryable, recovery_point, locked_until IS NOT NULL AS leased, token > 0 AS token_ok,
-  expires_at > updated_at AS expires_later, due_at IS NOT NULL AS due, date_trunc('minute', locked_until - updated_at) AS lease_len, expires_at - coalesce(locked_until, updated_at) AS ret_len, date_trunc('minute', due_at - coalesce(locked_until, updated_at)) AS due_len, created_at = updated_at AS c_eq_u FROM idempotency_keys;
+  expires_at > updated_at AS expires_later, due_at IS NOT NULL AS due, round(extract(epoch FROM locked_until - updated_at)) AS lease_len, expires_at - coalesce(locked_until, updated_at) AS ret_len, round(extract(epoch FROM due_at - coalesce(locked_until, updated_at))) AS due_len, created_at = updated_at AS c_eq_u FROM idempotency_keys;
 -- new
 SELECT outcome, token IS NOT NULL AS t, status, response_code, response, retry_after, recovery_point FROM idem_claim('k1', '{"a": 1}', 'sc', lease => '1 h');
 SELECT * FROM v WHERE key = 'k1';

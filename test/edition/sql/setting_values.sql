@@ -27,8 +27,18 @@ SELECT s.setting, v.value, pg_temp.read_as(s.setting, v.value, s.reader) AS read
                ('idempotency.await_result', 'idem__await_result'),
                ('idempotency.max_key_length', 'idem__max_key_length')) AS s(setting, reader),
        (VALUES ('x'), ('5 parsecs'), ('5min'), ('1e10'), ('1e1000000'), ('-1e1000000'),
-               ('-1'), ('2.6'), ('2.5'), ('1e400'), ('1e-400'), ('2500ms'), (' 7 ')) AS v(value)
+               ('-1'), ('2.6'), ('2.5'), ('1e400'), ('1e-400'), ('2500ms'), (' 7 '),
+               -- strtol's bases, strtod's forms, units and what follows them,
+               -- the next smaller unit's rounding (guc.c's parse_int and
+               -- convert_to_base_unit; all compared with the C build's SET)
+               ('010'), ('08'), ('0x3C'), ('0x'), ('-.5'), (' .5'), ('.5'), ('1.5e'),
+               ('5 min'), ('5min5'), ('5 min x'), ('1_000'), ('0.0015h'), ('1.01h'),
+               ('0.01d'), ('0.001MB'), ('30.1GB'), ('99999999999999999999'), ('inf')) AS v(value)
  ORDER BY s.setting, v.value;
+-- hostile lengths: 140,000 digits, and as many after the point (the C
+-- build reads 93 s for the second)
+SELECT left(pg_temp.read_as('idempotency.lease', repeat('9', 140000), 'idem__lease'), 60) AS digits,
+       pg_temp.read_as('idempotency.lease', '1.' || repeat('5', 140000) || 'min', 'idem__lease') AS fraction;
 -- a claim reads them: the same error, and nothing written
 BEGIN;
 SET LOCAL idempotency.max_attempts = 'x';
