@@ -147,7 +147,7 @@ else
 	# postgres_exporter.yml and that queries.yaml's form is deprecated: the
 	# C build's monitoring suite runs them the same way)
 	errs=$(grep -iE 'level=(error|warn)' "$DIR/exporter.log" |
-		grep -vE 'msg="Error loading config" err="error opening config file \\"postgres_exporter.yml\\"|msg="The extended queries.yaml config is DEPRECATED"' |
+		grep -viE 'msg="Error loading config" err="error opening config file \\"postgres_exporter.yml\\"|msg="The extended queries.yaml config is DEPRECATED"' |
 		head -n 5)
 	if [ -z "$errs" ]; then
 		ok "monitoring/scrape ($(grep -c '^idempotency_' "$SCRAPE") idempotency samples, no error in the exporter's log)"
