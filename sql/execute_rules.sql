@@ -1,9 +1,10 @@
--- Adversarial review, 2026-11-23: idem_execute checks the statement's kind
--- once, when it prepares and caches it.  A rule created afterwards on a
--- table the statement writes is picked up when the cached plan is
--- revalidated, and the rewritten statement (here DO INSTEAD NOTIFY, a
--- utility statement) runs without the check.  Wanted: 0A000 on the second
--- call, as for a statement prepared after the rule existed.
+-- idem_execute's check of the statement's kind holds after a rule is
+-- created on a table the statement writes.  The check runs when the
+-- statement is prepared and cached; a rule created afterwards is picked up
+-- when the cached plan is revalidated, and the rewritten statement (here DO
+-- INSTEAD NOTIFY, a utility statement) must not run without the check.
+-- Expected: 0A000 on the second call, as for a statement prepared after the
+-- rule existed.
 CREATE TABLE attack_rule_target (v int);
 SELECT outcome FROM idem_execute('attack-rule-1', NULL, 'attack', 201,
     'INSERT INTO attack_rule_target VALUES (1)');

@@ -1,10 +1,10 @@
--- Adversarial review, 2026-11-23: lease and retention are each checked to
--- be positive from the claim's time, but the row's expires_at is
--- (now + lease) + retention, and a completed key keeps
--- expires_at - locked_until.  Calendar arithmetic (months, and days across a
--- DST change in the session's TimeZone) makes a retention positive from now
--- but negative from now + lease, so the completed key is born expired and
--- its duplicate gets "new" again (a second payment).
+-- Lease and retention given in calendar units never make a completed key
+-- born expired.  Each is checked to be positive from the claim's time, but
+-- the row's expires_at is (now + lease) + retention, and a completed key
+-- keeps expires_at - locked_until.  Calendar arithmetic (months, and days
+-- across a DST change in the session's TimeZone) can make a retention
+-- positive from now but negative from now + lease, and the duplicate would
+-- get "new" again (a second payment).
 -- Whatever the date: every claim here is either refused (22023) or leaves a
 -- completed key that is not expired yet.
 CREATE FUNCTION attack_interval_try(k text, l interval, r interval) RETURNS void

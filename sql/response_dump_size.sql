@@ -1,9 +1,9 @@
--- Adversarial review, 2026-11-23: a response jsonb accepts but whose text
--- form does not fit the 1 GB in which pg_dump (COPY) writes a row: one
--- tenant's row would break every tenant's backup.  Responses whose text
--- would pass 256 MB are refused (54000) where they are stored, counted
--- without writing the text.  A numeric of a few bytes prints 131,072
--- digits, so 2,100 of them (about 25 kB of jsonb) print 275 MB.
+-- A stored response always fits a row pg_dump can write: its text form
+-- must fit the 1 GB in which COPY writes a row, or one tenant's row would
+-- break every tenant's backup.  Responses whose text would pass 256 MB are
+-- refused (54000) where they are stored, counted without writing the text.
+-- A numeric of a few bytes prints 131,072 digits, so 2,100 of them (about
+-- 25 kB of jsonb) print 275 MB.
 \set SHOW_CONTEXT never
 SELECT pg_column_size(jsonb_agg('1e131071'::numeric)) < 100000 AS small_jsonb,
        length(jsonb_agg('1e131071'::numeric)::text) > 256 * 1024 * 1024 AS huge_text

@@ -23,19 +23,18 @@
  * transaction's snapshot could never see the holder finish: the claim does
  * not wait there.  Nor does it wait for a claim its own transaction made.
  *
- * Waking: with the library preloaded, shared memory has AWAIT_SLOTS
- * condition variables, each with a count of its waiters; a key uses the
- * slot its hash of (database, scope, key) picks.  A holder's complete,
- * fail, release or resolve notes the key's slot, and at commit (an
- * XactCallback, when the change is visible) broadcasts on it only if the
- * slot has waiters: one atomic read per key the transaction finished, so
- * that a holder pays nothing measurable when nobody waits.  The waiter
- * counts itself in before it reads the row, and sleeps at most
- * IDEM_AWAIT_POLL_MS between reads whether woken or not: so it also finds
- * a result without shared memory, one a holder on another Citus node
- * wrote, one a prepared transaction committed, and a slot shared with
- * another key costs it no more than a read.  The sleep answers interrupts,
- * so statement_timeout and pg_cancel_backend() end it.
+ * Waking: with the library preloaded, shared memory has AWAIT_SLOTS condition
+ * variables, each with a count of its waiters; a key uses the slot its hash of
+ * (database, scope, key) picks.  A holder's complete, fail, release or resolve
+ * notes the key's slot, and at commit (an XactCallback, when the change is
+ * visible) broadcasts on it only if the slot has waiters: one atomic read per
+ * key the transaction finished, so that a holder pays nothing measurable when
+ * nobody waits.  The waiter counts itself in before it reads the row, and
+ * sleeps at most IDEM_AWAIT_POLL_MS between reads whether woken or not: so it
+ * also finds a result without shared memory, one a holder on another node of a
+ * distributed table wrote, one a prepared transaction committed, and a slot
+ * shared with another key costs it no more than a read.  The sleep answers
+ * interrupts, so statement_timeout and pg_cancel_backend() end it.
  *
  *-------------------------------------------------------------------------
  */

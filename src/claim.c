@@ -16,7 +16,7 @@
  * with the token seen as a guard, so a row that changed in between is read
  * again rather than overwritten.  Tokens, lease ends and expiry times are
  * computed here and passed as parameters, so that every statement routes
- * to one shard on Citus.
+ * to one shard where the table is distributed.
  *
  * Before it writes the key's row, a claim takes the key's lock: a
  * transaction-level advisory lock on a 64-bit hash of (scope, key), held
@@ -67,7 +67,6 @@
 #include "stats.h"
 #include "await.h"
 #include "keylock.h"
-#include "citus/citus.h"
 
 PG_FUNCTION_INFO_V1(idem_claim);
 

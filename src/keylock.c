@@ -247,7 +247,7 @@ IdemLockKey(IdemClaimArgs *a, bool wait)
 	else
 		stmt = IDEM_STMT_PROBE_LOCK_KEY;
 
-	if (!IdemCitusPresent() || IdemKeyShardIsLocal(IdemKeysRelid(a->nspid), a->scope))
+	if (IdemCitusKeyLockHere(IdemKeysRelid(a->nspid), a->scope))
 		got = LockKeyHere(stmt, id);
 	else if (IdemKeyLockFunctionExists(a->nspid))
 		got = LockKeyRouted(a, stmt);

@@ -126,12 +126,12 @@ static const char *const row_column_names[ROW_NCOLUMNS] = {
 };
 
 /*
- * Their numbers in the row types read lately: the table's, and on Citus
- * those of the shards Citus's local execution read the row from (a shard
- * made after a column was dropped from the table numbers its columns
- * without the gap); the oldest is replaced when all are taken.  Each is
- * known by its type cache entry's identifier, which changes whenever the
- * type's columns do.
+ * Their numbers in the row types read lately: the table's, and on a
+ * distributed table those of the shards a local execution read the row from (a
+ * shard made after a column was dropped from the table numbers its columns
+ * without the gap); the oldest is replaced when all are taken.  Each is known
+ * by its type cache entry's identifier, which changes whenever the type's
+ * columns do.
  */
 #define ROW_TYPES 64
 

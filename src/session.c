@@ -130,8 +130,8 @@ IdemRunInSubtransaction(IdemSubxactBody body, void *arg, const int *caught)
 
 /*
  * The memory of this backend's caches (idem_execute's statements and its
- * to_jsonb call, the Citus shard map and lock function), under one name in
- * pg_backend_memory_contexts: "idempotency cache".
+ * to_jsonb call, the distributed table's shard map and lock function), under
+ * one name in pg_backend_memory_contexts: "idempotency cache".
  */
 MemoryContext
 IdemCacheContext(void)

@@ -18,7 +18,10 @@
 #include "common.h"
 #include "store.h"
 
-/* The table, schema-qualified (or, for expiry on Citus, one of its shards) */
+/*
+ * The table, schema-qualified (or, for expiry of a distributed table, one of
+ * its shards)
+ */
 #define KEYS	"%1$s"
 /* The extension's schema, quoted (only in statements run on the table) */
 #define NSP		"%2$s"
@@ -32,9 +35,9 @@
 
 /*
  * "now + the retention this row keeps", where epoch is now in Unix epoch
- * seconds: a processing row keeps expires_at = locked_until + retention.
- * Every function in it is IMMUTABLE, unlike timestamptz + interval (STABLE),
- * which Citus refuses over columns in an UPDATE; and it is exact to the
+ * seconds: a processing row keeps expires_at = locked_until + retention.  Every
+ * function in it is IMMUTABLE, unlike timestamptz + interval (STABLE), which a
+ * distributed table refuses over columns in an UPDATE; and it is exact to the
  * microsecond (float8 epoch seconds carry about 0.2 us until the year 2242,
  * and to_timestamp rounds to the microsecond).
  */
@@ -44,8 +47,8 @@
 
 /*
  * column moved forward by seconds (float8); infinities and NULL stay.
- * IMMUTABLE, as SHIFTED_EXPIRY, for Citus: the epoch is taken of an
- * interval (date_part of a timestamptz is STABLE).
+ * IMMUTABLE, as SHIFTED_EXPIRY, for a distributed table: the epoch is taken of
+ * an interval (date_part of a timestamptz is STABLE).
  */
 #define SHIFTED(seconds, column) \
 	"CASE WHEN " column " IN ('infinity', '-infinity') THEN " column \
@@ -182,8 +185,8 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 	"SELECT k FROM " KEYS " AS k" WHERE_KEY,
 
 	/*
-	 * Every value is computed in C and passed as a parameter (no nextval(),
-	 * no time arithmetic in SQL), so that on a distributed table Citus can
+	 * Every value is computed in C and passed as a parameter (no nextval(), no
+	 * time arithmetic in SQL), so that on a distributed table the planner can
 	 * route each statement to the key's shard.
 	 */
 	[IDEM_STMT_INSERT] =
@@ -270,11 +273,11 @@ static const char *const stmt_sql[IDEM_NUM_STMTS] = {
 		" WHERE due_at" EQ HELD_DUE_AT " LIMIT :batch_size FOR UPDATE SKIP LOCKED),"),
 
 	/*
-	 * The key's lock on Citus, taken before a claim writes the key's row,
-	 * held to the end of the transaction, by idem_key_lock() on the node
-	 * that holds the key's shard (claim.c).  wait => false only tries it.
-	 * Read through the key's row (count(*) always yields one row) so that
-	 * Citus runs the statement where the row lives.
+	 * The key's lock on a distributed table, taken before a claim writes the
+	 * key's row, held to the end of the transaction, by idem_key_lock() on the
+	 * node that holds the key's shard (claim.c).  wait => false only tries it.
+	 * Read through the key's row (count(*) always yields one row) so that the
+	 * statement runs where the row lives (keylock.c).
 	 */
 	[IDEM_STMT_LOCK_KEY] =
 	"SELECT " NSP ".idem_key_lock(:scope, :key, 0), pg_catalog.count(*)"

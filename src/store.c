@@ -218,18 +218,13 @@ CheckRowSecurityInPlace(Oid nspid, Oid relid)
 
 /*
  * How the statements we keep (ours, and idem_execute's caller's) are
- * planned: as PostgreSQL chooses, but under Citus a custom plan for every
- * execution.  Citus 13.2 plans a generic plan's shard query again at each
- * execution on the node that holds the shard (its local plan cache looks
- * the task up in the generic plan, which has none) and adds every copy to
- * the generic plan's memory: a backend running our statements on a worker
- * grew by about 160 kB a call, without end (test/citus, citus/memory).
- * A custom plan does that planning once per execution too, and frees it.
+ * planned: as PostgreSQL chooses, or a custom plan for every execution
+ * where citus.h says so (IdemCitusCustomPlansOnly).
  */
 static int
 PlanOptionsNow(void)
 {
-	return IdemCitusPresent() ? CURSOR_OPT_CUSTOM_PLAN : 0;
+	return IdemCitusCustomPlansOnly() ? CURSOR_OPT_CUSTOM_PLAN : 0;
 }
 
 /*
@@ -247,9 +242,9 @@ IdemPlanOptions(Oid nspid)
 /*
  * SPI_execute_plan of a plan prepared with IdemPlanOptions.  The setting
  * plan_cache_mode = force_generic_plan outranks a plan's own
- * CURSOR_OPT_CUSTOM_PLAN; under Citus it is set to force_custom_plan for
- * the execution, so that no role or database setting brings the growth
- * back.
+ * CURSOR_OPT_CUSTOM_PLAN; where only custom plans will do
+ * (IdemCitusCustomPlansOnly) it is set to force_custom_plan for the
+ * execution, so that no role or database setting undoes that.
  */
 int
 IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
@@ -258,7 +253,8 @@ IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
 	int			level = -1;
 	int			rc;
 
-	if (plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN && IdemCitusPresent())
+	if (plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN &&
+		IdemCitusCustomPlansOnly())
 	{
 		level = NewGUCNestLevel();
 		(void) set_config_option("plan_cache_mode", "force_custom_plan",
@@ -619,29 +615,22 @@ IdemRlsApplies(Oid nspid)
 }
 
 /*
- * Should the statement run with its scope written into its text?  On Citus,
- * the key's read (a claim's, idem_execute's, idem_lookup's) and its
- * complete, where the key's shard is on this node (the call was delegated,
- * or made on that worker).  Citus (13.2 and 14.0) plans a SELECT, UPDATE
- * or DELETE whose distribution column is compared with a constant straight
- * on the local shard (its local fast path); compared with a parameter, it
- * plans the statement for the table, and at each execution deparses it for
- * the shard and parses and plans that text again (its cache of such plans,
- * for a saved generic plan, never hits: see PlanOptionsNow).  Parsing our
- * text once per call costs less.  An INSERT is planned the second way
- * whatever its values, so the key row's INSERT keeps its parameters.
- * Elsewhere, and on a plain server, the saved plan is cheaper.
+ * May the statement run with its scope written into its text, where the
+ * key's shard is on this node (IdemCitusHoldKeyShard)?  The key's read (a
+ * claim's, idem_execute's, idem_lookup's) and its complete: parsed once
+ * per call there, they cost less than a saved plan.  Elsewhere, and on a
+ * plain server, the saved plan is cheaper.
  */
 static bool
-ScopeInlined(IdemStmt stmt, const IdemShard *shard)
+ScopeInlinable(IdemStmt stmt)
 {
-	return (stmt == IDEM_STMT_SELECT || stmt == IDEM_STMT_LOOKUP ||
-			stmt == IDEM_STMT_COMPLETE) && OidIsValid(shard->relid);
+	return stmt == IDEM_STMT_SELECT || stmt == IDEM_STMT_LOOKUP ||
+		stmt == IDEM_STMT_COMPLETE;
 }
 
 /*
  * Run a statement with its scope written into its text as a quoted
- * literal (ScopeInlined), parsed and planned for this call only.
+ * literal (ScopeInlinable), parsed and planned for this call only.
  */
 static int
 InlinedScopeRun(IdemStmt stmt, Oid nspid, const IdemArgs *args,
@@ -689,7 +678,7 @@ IdemPrepare(IdemStmt stmt, Oid nspid)
 /*
  * Run a saved statement with args; returns SPI_processed.  On Citus, a
  * statement on a key first holds the key's shard where it is until the
- * transaction ends (IdemCitusHoldShard), then runs through Citus.  A
+ * transaction ends (IdemCitusHoldKeyShard), then runs through Citus.  A
  * statement that writes times runs only stamped, and its stamp notes the
  * rows it wrote (stamp.c).
  */
@@ -699,21 +688,16 @@ IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 {
 	const SavedStmt *s = SavedPlan(stmt, nspid);
 	text	   *scope = ScopeArg(args);
-	IdemShard	shard = {0};
+	bool		here;
 	Datum		values[STMT_MAX_PARAMS];
 	char		nulls[STMT_MAX_PARAMS];
 	int			rc;
 
 	if (s->stamped)
 		IdemStampCheck(stmt, args);
-	if (scope != NULL)
-	{
-		Oid			relid = IdemKeysRelid(nspid);
-
-		if (IdemKeyShard(nspid, relid, scope, &shard))
-			IdemCitusHoldShard(relid, shard.shardid);
-	}
-	if (ScopeInlined(stmt, &shard))
+	here = scope != NULL &&
+		IdemCitusHoldKeyShard(nspid, IdemKeysRelid(nspid), scope);
+	if (here && ScopeInlinable(stmt))
 	{
 		rc = InlinedScopeRun(stmt, nspid, args, read_only, count);
 		if (rc < 0)

@@ -41,11 +41,11 @@
  * uses; a claim in a still-open transaction is invisible to it.  The
  * extension is looked up in every batch, in that batch's snapshot: while
  * CREATE EXTENSION (or DROP EXTENSION) has not committed, a pass sees the
- * old state and waits for nothing.  On a Citus node the table changes
+ * old state and waits for nothing.  On a node of a cluster the table changes
  * under expiry (distributed, its shards moved and dropped): there a batch
  * takes the table's and each shard's lock without waiting and leaves what
  * another transaction holds for the next pass, quietly, rather than wait
- * and fail (IdemCitusExpiryTargets, src/citus/shards.c).
+ * and fail (expire.c).
  *
  * Privileges.  PostgreSQL 15 lets a background worker connect only as a
  * role that may log in (BGWORKER_BYPASS_ROLELOGINCHECK came in 17), and the

@@ -1,7 +1,10 @@
 #!/bin/sh
 # tools/include-graph.sh [SRCDIR]: print the include graph of src/ between
 # modules, bottom layer first, and exit 1 on a cycle or on an arrow into the
-# entry point (the module whose .c defines _PG_init).  A module is a .c file
+# entry point (the module whose .c defines _PG_init); then check the door
+# to Citus: a .c file of src/ (not src/citus/) that names Citus at all must call
+# a function citus/citus.h declares, so that everything that knows Citus is
+# under src/citus/ and the core only asks it.  A module is a .c file
 # and the .h of the same name (claim.c, claim.h: "claim"); a folder under
 # src/ is one module (src/citus/: "citus").  An arrow A -> B: a file of A has
 # #include "..." of a file of B.  Includes that are not files under SRCDIR
@@ -10,6 +13,7 @@
 set -eu
 src=${1:-$(dirname "$0")/../src}
 cd "$src"
+status=0
 # one awk over every file: its #include "..." lines of files under SRCDIR
 # are the arrows; the file that defines _PG_init is the entry point
 find . -name '*.[ch]' | sed 's|^\./||' | LC_ALL=C sort | xargs awk '
@@ -63,4 +67,20 @@ END {
 	if (n > 0) { print "include-graph: the entry point is included by:" from[entry]; bad = 1 }
 	if (ncycles > 0) { printf "include-graph: circular includes:\n%s", cycles; bad = 1 }
 	exit bad
-}'
+}' || status=1
+
+# the door to Citus: citus/citus.h's functions, and the files outside
+# src/citus/ that name Citus
+door=$(sed -n 's/^extern[^(]*[ *]\(Idem[A-Za-z0-9_]*\)(.*/\1/p' citus/citus.h | paste -sd'|' -)
+askers=0
+for f in $(ls *.c | LC_ALL=C sort); do
+	grep -qi citus "$f" || continue
+	if grep -Eq "($door)\(" "$f"; then
+		askers=$((askers + 1))
+	else
+		echo "include-graph: $f names Citus but calls nothing of citus/citus.h (move it under src/citus/)"
+		status=1
+	fi
+done
+echo "$askers files outside src/citus/ ask citus/citus.h ($(echo "$door" | tr '|' ' '))"
+exit $status

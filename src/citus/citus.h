@@ -2,8 +2,10 @@
  *
  * citus/citus.h
  *	  Everything the extension knows of Citus, in src/citus/: its catalogs
- *	  (pg_dist_*), the shard of a key's scope and holding it, this node's
- *	  group and its shards of the table.  The rest of src/ asks here.
+ *	  (pg_dist_*), the shard of a key's scope and holding it, where a key's
+ *	  lock is taken, how our statements are planned, this node's group and
+ *	  its shards of the table.  The rest of src/ asks here, one question per
+ *	  decision; on a server without Citus each answers at once.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,6 +17,18 @@
 extern bool IdemCitusPresent(void);
 extern int64 IdemCitusNodeGroup(int64 max);
 
+/* Plans of the statements the extension keeps: custom ones only? */
+extern bool IdemCitusCustomPlansOnly(void);
+
+/*
+ * A key's statements (relid: idempotency_keys, IdemKeysRelid, of the
+ * extension in schema nspid).  Before a statement on the key of scope:
+ * hold its shard, and is the shard on this node (run the statement with
+ * the scope inlined)?  Is the key's lock taken on this node?
+ */
+extern bool IdemCitusHoldKeyShard(Oid nspid, Oid relid, text *scope);
+extern bool IdemCitusKeyLockHere(Oid relid, text *scope);
+
 /* What expiry works on (IdemCitusExpiryTargets) */
 typedef enum IdemExpiryTarget
 {
@@ -25,19 +39,5 @@ typedef enum IdemExpiryTarget
 
 extern IdemExpiryTarget IdemCitusExpiryTargets(Oid nspid, Oid relid,
 											   bool skip_locked, List **shards);
-
-/* the key's shard (shards.c) */
-
-/* A key's shard (Citus): its id, and its relation where this node holds it */
-typedef struct IdemShard
-{
-	int64		shardid;
-	Oid			relid;			/* InvalidOid: not on this node */
-} IdemShard;
-
-/* relid: idempotency_keys (IdemKeysRelid) of the extension in schema nspid */
-extern bool IdemKeyShardIsLocal(Oid relid, text *scope);
-extern bool IdemKeyShard(Oid nspid, Oid relid, text *scope, IdemShard *out);
-extern void IdemCitusHoldShard(Oid relid, int64 shardid);
 
 #endif							/* IDEMPOTENCY_CITUS_H */

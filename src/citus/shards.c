@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * shards.c
- *	  On Citus: the shard of a key's scope, whether this node holds it, and
- *	  holding it where it is until the transaction ends.
+ *	  On Citus: the shard of a key's scope, whether this node holds it (and
+ *	  so the key's lock), and holding it where it is until the transaction
+ *	  ends; how the statements we keep are planned; this node's group; what
+ *	  expiry works on.
  *
  * A claim takes the key's lock on the node that holds the key's shard
  * (claim.c), through a statement routed to the key's row, so that every
@@ -36,7 +38,7 @@
  *
  * Every statement on a key, here or through Citus, first holds the key's
  * shard with Citus's shard metadata lock until the transaction ends, once
- * per transaction (IdemCitusHoldShard), so that a shard move waits for
+ * per transaction (IdemCitusHoldKeyShard), so that a shard move waits for
  * the transaction.  The lock is taken through Citus's SQL-callable
  * lock_shard_metadata(integer, bigint[]), the function a shard move itself
  * calls on every node, found in pg_proc: from PostgreSQL 16 on Citus is
@@ -206,42 +208,21 @@ ShardOf(Oid relid, text *scope)
 }
 
 /*
- * Does this node hold the shard of scope in idempotency_keys (relid,
- * IdemKeysRelid)?  False where Citus is not installed or the table is not
- * hash-distributed by scope.  Must be called inside SPI.
+ * Is the key's lock taken on this node (claim.c, keylock.c)?  Yes on a
+ * server without Citus, where the table is not hash-distributed by scope
+ * and where this node holds the shard of scope in idempotency_keys (relid,
+ * IdemKeysRelid); otherwise the claim takes it through a statement routed
+ * to the key's row.  Must be called inside SPI.
  */
 bool
-IdemKeyShardIsLocal(Oid relid, text *scope)
+IdemCitusKeyLockHere(Oid relid, text *scope)
 {
-	KeyShard   *shard = ShardOf(relid, scope);
+	KeyShard   *shard;
 
+	if (!IdemCitusPresent())
+		return true;
+	shard = ShardOf(relid, scope);
 	return shard != NULL && shard->local;
-}
-
-/*
- * Scope's shard in idempotency_keys (relid, IdemKeysRelid, of the
- * extension in schema nspid), into *out: its id, wherever it is, and where this node holds it (its only
- * placement) its relation here, else InvalidOid (also if no relation has
- * the shard's name: Citus names a shard <table>_<shardid>, in the table's
- * schema; looked up once per shard list).  False where Citus is not
- * installed or the table is not hash-distributed by scope.  Must be called
- * inside SPI.
- */
-bool
-IdemKeyShard(Oid nspid, Oid relid, text *scope, IdemShard *out)
-{
-	KeyShard   *shard = ShardOf(relid, scope);
-
-	out->shardid = 0;
-	out->relid = InvalidOid;
-	if (shard == NULL)
-		return false;
-	if (shard->local && !OidIsValid(shard->relid))
-		shard->relid = get_relname_relid(psprintf("idempotency_keys_" INT64_FORMAT,
-												  shard->shardid), nspid);
-	out->shardid = shard->shardid;
-	out->relid = shard->local ? shard->relid : InvalidOid;
-	return true;
 }
 
 /*
@@ -285,7 +266,7 @@ LockFnLookUp(void)
 }
 
 /*
- * The shards this transaction holds (IdemCitusHoldShard), so that a
+ * The shards this transaction holds (HoldShard), so that a
  * statement on a shard already held takes neither the lock nor the
  * invalidations again (each call of lock_shard_metadata also reads
  * pg_dist_shard for the shard's table and checks its owner).  Forgotten
@@ -371,8 +352,8 @@ RelationOwner(Oid relid)
  * so it is taken as the table's owner, in a restricted security context.
  * Once per shard and transaction.
  */
-void
-IdemCitusHoldShard(Oid relid, int64 shardid)
+static void
+HoldShard(Oid relid, int64 shardid)
 {
 	Datum		elem = Int64GetDatum(shardid);
 	ArrayType  *shards;
@@ -405,6 +386,41 @@ IdemCitusHoldShard(Oid relid, int64 shardid)
 }
 
 /*
+ * Before a statement on the key of scope in idempotency_keys (relid,
+ * IdemKeysRelid, of the extension in schema nspid): hold the key's shard
+ * where it is until the transaction ends (HoldShard), where the table is
+ * hash-distributed by scope.  Returns whether this node holds the shard
+ * (its only placement, whose relation is here: Citus names a shard
+ * <table>_<shardid>, in the table's schema; looked up once per shard
+ * list), so that the statement may be run with its scope inlined.
+ *
+ * Citus (13.2 and 14.0) plans a SELECT, UPDATE or DELETE whose
+ * distribution column is compared with a constant straight on the local
+ * shard (its local fast path); compared with a parameter, it plans the
+ * statement for the table, and at each execution deparses it for the shard
+ * and parses and plans that text again (its cache of such plans, for a
+ * saved generic plan, never hits: see IdemCitusCustomPlansOnly).  Parsing
+ * the statement's text once per call costs less.  An INSERT is planned the
+ * second way whatever its values.  False, and nothing held, on a server
+ * without Citus.  Must be called inside SPI.
+ */
+bool
+IdemCitusHoldKeyShard(Oid nspid, Oid relid, text *scope)
+{
+	KeyShard   *shard = ShardOf(relid, scope);
+	bool		here;
+
+	if (shard == NULL)
+		return false;
+	if (shard->local && !OidIsValid(shard->relid))
+		shard->relid = get_relname_relid(psprintf("idempotency_keys_" INT64_FORMAT,
+												  shard->shardid), nspid);
+	here = shard->local && OidIsValid(shard->relid);
+	HoldShard(relid, shard->shardid);
+	return here;
+}
+
+/*
  * Is Citus installed in this database (its pg_dist_local_group is there)?
  * Looked up again after any change to pg_class's names (CREATE and DROP
  * EXTENSION citus make one); asked several times a call, and on a server
@@ -432,6 +448,22 @@ IdemCitusPresent(void)
 		citus_present = OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE));
 	}
 	return citus_present == 1;
+}
+
+/*
+ * Are the statements the extension keeps (its own, and idem_execute's
+ * caller's) to be planned afresh at every execution (store.c)?  Under
+ * Citus, yes.  Citus 13.2 plans a generic plan's shard query again at each
+ * execution on the node that holds the shard (its local plan cache looks
+ * the task up in the generic plan, which has none) and adds every copy to
+ * the generic plan's memory: a backend running our statements on a worker
+ * grew by about 160 kB a call, without end (test/citus, citus/memory).  A
+ * custom plan does that planning once per execution too, and frees it.
+ */
+bool
+IdemCitusCustomPlansOnly(void)
+{
+	return IdemCitusPresent();
 }
 
 static int64 node_group = -1;	/* -1: to be read */

@@ -2,7 +2,7 @@
 # test/citus/repro_020.sh: replays the README's scale-out recipe on a cluster
 # that test/citus/cluster.sh started in DIR, with the extension as it is
 # (0.2.0), and prints what each step answers.  Errors are expected: this is
-# the record behind docs/design/citus-findings.md ("B.").  Nothing is
+# the record behind test/citus/findings.md ("B.").  Nothing is
 # asserted; it exits 0 unless the cluster cannot be reached.
 #
 #   bash test/citus/cluster.sh start /tmp/cc && bash test/citus/repro_020.sh /tmp/cc
