@@ -33,19 +33,8 @@ version=$(sed -nE "s/^default_version = '([^']+)'/\1/p" "$root/idempotency.contr
 PLAIN=$root/edition/dist/idempotency-sql--$version.sql
 DATA=$DIR/data
 failed=0
-
-notok() {
-	failed=1
-	echo "not ok $1"
-	[ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/# /'
-	return 0
-}
-# psql as role $1 in database $2 over the socket, the rest its arguments
-q() {
-	local role=$1 db=$2
-	shift 2
-	psql -X -qAt -v ON_ERROR_STOP=1 -h "$DIR" -p "$PORT" -U "$role" -d "$db" "$@" 2>&1
-}
+# shellcheck source=test/edition/lib.sh
+. "$root/test/edition/lib.sh"
 
 if [ ! -f "$PLAIN" ]; then notok "setup (no $PLAIN: make edition first)"; exit 1; fi
 pkglib=$(pg_config --pkglibdir)
@@ -54,23 +43,7 @@ if compgen -G "$sharedir/extension/idempotency*" >/dev/null || compgen -G "$pkgl
 	notok "setup (the C build is installed in $PG_BIN's PostgreSQL; use test/edition/prepare.sh)"
 	exit 1
 fi
-rm -rf "$DATA"
-mkdir -p "$DIR"
-if ! initdb -D "$DATA" -A trust -U postgres --no-sync >"$DIR/initdb.log" 2>&1; then
-	notok "setup (initdb)" "$(tail -n 20 "$DIR/initdb.log")"
-	exit 1
-fi
-cat >>"$DATA/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = '127.0.0.1'
-unix_socket_directories = '$DIR'
-shared_preload_libraries = ''
-CONF
-if ! pg_ctl -D "$DATA" -l "$DIR/server.log" -w start >/dev/null; then
-	notok "setup (the server did not start)" "$(tail -n 20 "$DIR/server.log")"
-	exit 1
-fi
-trap 'pg_ctl -D "$DATA" -m fast -w stop >/dev/null 2>&1' EXIT
+edition_server setup "listen_addresses = '127.0.0.1'" "shared_preload_libraries = ''"
 
 # the provider: the owner role (as Cloud SQL's cloudsqlsuperuser: CREATEROLE,
 # no superuser) and its database

@@ -45,24 +45,14 @@ PLAIN=$root/edition/dist/idempotency-sql--$version.sql
 TLE=$root/edition/dist/idempotency-pgtle--$version.sql
 DATA=$DIR/data
 failed=0
+# shellcheck source=test/edition/lib.sh
+. "$root/test/edition/lib.sh"
 # the functions the C build keeps from PUBLIC
 KEPT=$(sed -nE 's/^REVOKE ALL ON FUNCTION ([a-z_]+)\(.*FROM PUBLIC;$/\1/p' "$root/edition/privileges.sql" | sort -u | paste -sd ' ')
 
 ok() { echo "ok $1"; }
-notok() {
-	failed=1
-	echo "not ok $1"
-	[ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/# /'
-	return 0
-}
 skip() { echo "skip $1"; }
 
-# psql as role $1 in database $2, the rest its arguments; stops at the first error
-q() {
-	local role=$1 db=$2
-	shift 2
-	psql -X -qAt -v ON_ERROR_STOP=1 -h "$DIR" -p "$PORT" -U "$role" -d "$db" "$@" 2>&1
-}
 # check NAME WANT ROLE DB SQL: the output of SQL must be WANT
 check() {
 	local name=$1 want=$2 got
@@ -97,26 +87,8 @@ preload=pg_tle
 CRON=""
 [ -f "$pkglib/pg_cron.so" ] && CRON=1 && preload="pg_tle,pg_cron"
 
-rm -rf "$DATA"
-mkdir -p "$DIR"
-if ! initdb -D "$DATA" -A trust -U postgres --no-sync >"$DIR/initdb.log" 2>&1; then
-	notok "server (initdb)" "$(tail -n 20 "$DIR/initdb.log")"
-	exit 1
-fi
-cat >>"$DATA/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$DIR'
-shared_preload_libraries = '$preload'
-cron.database_name = 'payments'
-cron.use_background_workers = on
-max_worker_processes = 16
-CONF
-if ! pg_ctl -D "$DATA" -l "$DIR/server.log" -w start >/dev/null; then
-	notok "server (did not start)" "$(tail -n 20 "$DIR/server.log")"
-	exit 1
-fi
-trap 'pg_ctl -D "$DATA" -m fast -w stop >/dev/null 2>&1' EXIT
+edition_server server "listen_addresses = ''" "shared_preload_libraries = '$preload'" \
+	"cron.database_name = 'payments'" "cron.use_background_workers = on" "max_worker_processes = 16"
 
 # --- the service's part, as the superuser ---------------------------------
 # rds_admin stands for RDS's master user (rds_superuser), svc_admin for

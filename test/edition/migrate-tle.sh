@@ -128,24 +128,7 @@ tle_db() {
 }
 
 # keys in every state, the application's table, the tenant recipe's policies
-SOURCE=$(cat <<'SQL'
-CREATE TABLE payments (id bigserial PRIMARY KEY, key text, amount numeric);
-SELECT outcome FROM idem_claim('live', '{"amount": 1.50, "to": "A"}', 'm1', lease => '1 hour');
-SELECT idem_checkpoint('live', 'authorized', 'm1', (SELECT token FROM idem_lookup('live', 'm1')));
-SELECT outcome FROM idem_claim('stale', '{"amount": 2}', 'm1', lease => '1 second');
-BEGIN;
-SELECT outcome FROM idem_claim('done', '{"amount": 3, "note": "é\u00e9 \"q\""}', 'm1');
-INSERT INTO payments (key, amount) VALUES ('done', 3);
-SELECT idem_complete('done', 201, '{"payment_id": 1, "amount": 3.10, "big": 1e40, "s": "ü\n"}', 'm1');
-COMMIT;
-SELECT outcome FROM idem_claim('retry', '{"amount": 4}', 'm2');
-SELECT idem_fail('retry', 'm2', (SELECT token FROM idem_lookup('retry', 'm2')), 503, '{"error": "upstream"}', true);
-SELECT outcome FROM idem_claim('final', NULL, 'm2');
-SELECT idem_fail('final', 'm2', (SELECT token FROM idem_lookup('final', 'm2')), 402, '{"error": "card_declined"}', false);
-SELECT pg_sleep(1.2);
-ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
-ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;
-CREATE POLICY mv_scope ON idempotency_keys TO mv_tenant USING (scope = 'm1') WITH CHECK (scope = 'm1');
+SOURCE=$(cat "$root/test/edition/keys-every-state.sql"; cat <<'SQL'
 CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin USING (true) WITH CHECK (true);
 SELECT idem_save_row_security();
 SQL
@@ -204,16 +187,7 @@ tenant claims|new
 tenant elsewhere|42501"
 answers() {
 	local db=$1 other
-	q mv_ops "$db" <<'SQL'
-SELECT 'live', outcome, status FROM idem_claim('live', '{"to": "A", "amount": 1.5}', 'm1', wait => false);
-SELECT 'done', outcome, response_code, response::text FROM idem_claim('done', '{"note": "éé \"q\"", "amount": 3.0}', 'm1');
-SELECT 'final', outcome, response_code, response::text FROM idem_claim('final', NULL, 'm2');
-SELECT 'stale', outcome, recovery_point, token > (SELECT max(token) FROM idempotency_keys WHERE key <> 'stale')
-  FROM idem_claim('stale', '{"amount": 2}', 'm1');
-SELECT 'retry', outcome, token > (SELECT max(token) FROM idempotency_keys WHERE key <> 'retry')
-  FROM idem_claim('retry', '{"amount": 4}', 'm2');
-SELECT 'fresh', outcome FROM idem_claim('fresh', '{}', 'm1');
-SQL
+	q mv_ops "$db" <"$root/test/edition/keys-every-state-claims.sql"
 	q mv_tenant "$db" <<'SQL'
 SELECT 'tenant sees', count(*) FROM idempotency_keys;
 SELECT 'tenant claims', outcome FROM idem_claim('tenant', NULL, 'm1');

@@ -44,29 +44,9 @@ q postgres -c "CREATE ROLE mv_tenant; GRANT idempotency_app TO mv_tenant" >/dev/
 	q postgres -c "CREATE ROLE mv_tenant" >/dev/null
 
 # The source: the C build, keys in every state, the application's table, a tenant policy
-out=$(q mv_c <<'SQL'
-CREATE EXTENSION idempotency;
-GRANT idempotency_app TO mv_tenant;
-CREATE TABLE payments (id bigserial PRIMARY KEY, key text, amount numeric);
-SELECT outcome FROM idem_claim('live', '{"amount": 1.50, "to": "A"}', 'm1', lease => '1 hour');
-SELECT idem_checkpoint('live', 'authorized', 'm1', (SELECT token FROM idem_lookup('live', 'm1')));
-SELECT outcome FROM idem_claim('stale', '{"amount": 2}', 'm1', lease => '1 second');
-BEGIN;
-SELECT outcome FROM idem_claim('done', '{"amount": 3, "note": "é\u00e9 \"q\""}', 'm1');
-INSERT INTO payments (key, amount) VALUES ('done', 3);
-SELECT idem_complete('done', 201, '{"payment_id": 1, "amount": 3.10, "big": 1e40, "s": "ü\n"}', 'm1');
-COMMIT;
-SELECT outcome FROM idem_claim('retry', '{"amount": 4}', 'm2');
-SELECT idem_fail('retry', 'm2', (SELECT token FROM idem_lookup('retry', 'm2')), 503, '{"error": "upstream"}', true);
-SELECT outcome FROM idem_claim('final', NULL, 'm2');
-SELECT idem_fail('final', 'm2', (SELECT token FROM idem_lookup('final', 'm2')), 402, '{"error": "card_declined"}', false);
-SELECT pg_sleep(1.2);
-ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
-ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;
-CREATE POLICY mv_scope ON idempotency_keys TO mv_tenant USING (scope = 'm1') WITH CHECK (scope = 'm1');
-SELECT idem_save_row_security();
-SQL
-) || { notok setup "$out"; exit 1; }
+out=$({ echo "CREATE EXTENSION idempotency; GRANT idempotency_app TO mv_tenant;"
+	cat "$root/test/edition/keys-every-state.sql"
+	echo "SELECT idem_save_row_security();"; } | q mv_c) || { notok setup "$out"; exit 1; }
 
 state() {
 	q "$1" -c "SELECT scope, key, status, retryable, response_code, token, locked_until, created_at, updated_at,
@@ -119,15 +99,7 @@ fi
 
 # The same claims against both editions after the moves
 answers() {
-	q "$1" <<'SQL'
-SELECT 'live', outcome, status FROM idem_claim('live', '{"to": "A", "amount": 1.5}', 'm1', wait => false);
-SELECT 'done', outcome, response_code, response::text FROM idem_claim('done', '{"note": "éé \"q\"", "amount": 3.0}', 'm1');
-SELECT 'final', outcome, response_code, response::text FROM idem_claim('final', NULL, 'm2');
-SELECT 'stale', outcome, recovery_point, token > (SELECT max(token) FROM idempotency_keys WHERE key <> 'stale')
-  FROM idem_claim('stale', '{"amount": 2}', 'm1');
-SELECT 'retry', outcome, token > (SELECT max(token) FROM idempotency_keys WHERE key <> 'retry')
-  FROM idem_claim('retry', '{"amount": 4}', 'm2');
-SELECT 'fresh', outcome FROM idem_claim('fresh', '{}', 'm1');
+	cat "$root/test/edition/keys-every-state-claims.sql" - <<'SQL' | q "$1"
 SET ROLE mv_tenant;
 SELECT 'tenant sees', count(*) FROM idempotency_keys;
 SQL

@@ -37,13 +37,9 @@ EXPORTER=/usr/bin/prometheus-postgres-exporter
 DATA=$DIR/data
 SCRAPE=$DIR/scrape
 failed=0
+# shellcheck source=test/edition/lib.sh
+. "$root/test/edition/lib.sh"
 ok() { echo "ok $1"; }
-notok() { failed=1; echo "not ok $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/# /'; return 0; }
-q() {
-	local role=$1 db=$2
-	shift 2
-	psql -X -qAt -v ON_ERROR_STOP=1 -h "$DIR" -p "$PORT" -U "$role" -d "$db" "$@" 2>&1
-}
 
 [ -f "$PLAIN" ] && [ -f "$TLE" ] || { notok "monitoring (no $PLAIN: make edition first)"; exit 1; }
 if [ -e "$(pg_config --sharedir)/extension/idempotency.control" ]; then
@@ -55,22 +51,7 @@ if [ ! -x "$EXPORTER" ] || ! command -v jq >/dev/null || ! command -v curl >/dev
 	exit 1
 fi
 
-rm -rf "$DATA"
-mkdir -p "$DIR"
-if ! initdb -D "$DATA" -A trust -U postgres --no-sync >"$DIR/initdb.log" 2>&1; then
-	notok "monitoring/server (initdb)" "$(tail -n 20 "$DIR/initdb.log")"
-	exit 1
-fi
-cat >>"$DATA/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = '127.0.0.1'
-unix_socket_directories = '$DIR'
-shared_preload_libraries = 'pg_tle'
-CONF
-if ! pg_ctl -D "$DATA" -l "$DIR/server.log" -w start >/dev/null; then
-	notok "monitoring/server (did not start)" "$(tail -n 20 "$DIR/server.log")"
-	exit 1
-fi
+edition_server monitoring/server "listen_addresses = '127.0.0.1'" "shared_preload_libraries = 'pg_tle'"
 CHILD=""
 trap '[ -n "$CHILD" ] && kill -TERM "$CHILD" 2>/dev/null; pg_ctl -D "$DATA" -m fast -w stop >/dev/null 2>&1' EXIT
 

@@ -49,12 +49,8 @@ TLE=$root/edition/dist/idempotency-pgtle--$version.sql
 EXPECTED=$root/test/edition/expected-pgtap
 DATA=$DIR/data
 failed=0
-notok() { failed=1; echo "not ok $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/# /'; return 0; }
-q() {
-	local role=$1 db=$2
-	shift 2
-	psql -X -qAt -v ON_ERROR_STOP=1 -h "$DIR" -p "$PORT" -U "$role" -d "$db" "$@" 2>&1
-}
+# shellcheck source=test/edition/lib.sh
+. "$root/test/edition/lib.sh"
 
 [ -f "$PLAIN" ] && [ -f "$TLE" ] || { notok "pgtap (no $PLAIN: make edition first)"; exit 1; }
 sharedir=$(pg_config --sharedir)
@@ -76,23 +72,7 @@ case $major:${EDITION_PGTAP_TLE:-} in
 	;;
 esac
 
-rm -rf "$DATA"
-mkdir -p "$DIR"
-if ! initdb -D "$DATA" -A trust -U postgres --no-sync >"$DIR/initdb.log" 2>&1; then
-	notok "pgtap/server (initdb)" "$(tail -n 20 "$DIR/initdb.log")"
-	exit 1
-fi
-cat >>"$DATA/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$DIR'
-shared_preload_libraries = 'pg_tle'
-CONF
-if ! pg_ctl -D "$DATA" -l "$DIR/server.log" -w start >/dev/null; then
-	notok "pgtap/server (did not start)" "$(tail -n 20 "$DIR/server.log")"
-	exit 1
-fi
-trap 'pg_ctl -D "$DATA" -m fast -w stop >/dev/null 2>&1' EXIT
+edition_server pgtap/server "listen_addresses = ''" "shared_preload_libraries = 'pg_tle'"
 if ! out=$(q postgres postgres -c "CREATE ROLE svc_admin LOGIN NOSUPERUSER CREATEROLE CREATEDB"); then
 	notok "pgtap/server (the service's admin role)" "$out"
 	exit 1

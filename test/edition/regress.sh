@@ -58,7 +58,8 @@ declare -A EXCLUDED=(
 # run as they are, after setup
 EDITION_ONLY=$(cd "$root/test/edition/sql" 2>/dev/null && ls -- *.sql 2>/dev/null | sed 's/\.sql$//' | tr '\n' ' ')
 failed=0
-notok() { failed=1; echo "not ok $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/# /'; return 0; }
+# shellcheck source=test/edition/lib.sh
+. "$root/test/edition/lib.sh"
 
 # Every file of the Makefile's REGRESS and ISOLATION runs here or is
 # excluded above, and nothing else: a new test is not left out unseen.
@@ -143,21 +144,7 @@ done
 
 # --- the server ------------------------------------------------------------
 DATA=$DIR/data
-rm -rf "$DATA"
-if ! initdb -D "$DATA" -A trust -U postgres --no-sync >"$DIR/initdb.log" 2>&1; then
-	notok "server (initdb)" "$(tail -n 20 "$DIR/initdb.log")"
-	exit 1
-fi
-cat >>"$DATA/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$DIR'
-CONF
-if ! pg_ctl -D "$DATA" -l "$DIR/server.log" -w start >/dev/null; then
-	notok "server (did not start)" "$(tail -n 20 "$DIR/server.log")"
-	exit 1
-fi
-trap 'pg_ctl -D "$DATA" -m fast -w stop >/dev/null 2>&1' EXIT
+edition_server server "listen_addresses = ''"
 
 # pg_regress's and pg_isolation_regress's "test NAME ... ok|FAILED" (15)
 # or TAP lines (16 on) as this script's
