@@ -5,7 +5,10 @@
 # package for every version of debian/pgversions; the build makes the one
 # for PG_MAJOR (PG_SUPPORTED_VERSIONS), its control file regenerated from
 # debian/control.in for that version (PG_UPDATECONTROL), as Debian's own
-# builds for a distribution with another set of versions do.  Run by test/run.sh (as root,
+# builds for a distribution with another set of versions do; and the source
+# package.  With IDEM_AUTOPKGTEST=1, then runs the package's autopkgtest
+# (debian/tests/: make installcheck through pg_buildext, with and without
+# the preload) against the installed package.  Run by test/run.sh (as root,
 # packages installed, extension built); exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,11 +19,17 @@ trap 'stop_server "${WORK:-/nonexistent}/data"; rm -rf "$BUILD" "${WORK:-}"' EXI
 mkdir "$BUILD/src"
 tar --exclude=./.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' --exclude='tmp_check*' \
 	--exclude=results --exclude=output_iso --exclude=node_modules -cf - . | tar -C "$BUILD/src" -xf -
-(cd "$BUILD/src" && PG_SUPPORTED_VERSIONS=$PG_MAJOR PG_UPDATECONTROL=yes dpkg-buildpackage -us -uc -b) \
+# the source package too (format 3.0 (quilt)): the upstream tarball is the
+# tree without debian/, as the release's would be
+upstream=$(dpkg-parsechangelog -l debian/changelog -S Version | sed 's/-[^-]*$//')
+tar -C "$BUILD" --exclude=src/debian -czf "$BUILD/idempotency_$upstream.orig.tar.gz" src
+(cd "$BUILD/src" && PG_SUPPORTED_VERSIONS=$PG_MAJOR PG_UPDATECONTROL=yes dpkg-buildpackage -us -uc) \
 	>"$BUILD/build.log" 2>&1 ||
 	{ tail -n 40 "$BUILD/build.log"; exit 1; }
 deb=$(ls "$BUILD"/postgresql-"$PG_MAJOR"-idempotency_*.deb | head -n 1)
-echo "built $(basename "$deb")"
+dsc=$(ls "$BUILD"/idempotency_*.dsc | head -n 1)
+grep -q '^Format: 3.0 (quilt)$' "$dsc"
+echo "built $(basename "$deb") and $(basename "$dsc") (3.0 (quilt))"
 dpkg -i "$deb" >/dev/null
 dpkg -S "/usr/lib/postgresql/$PG_MAJOR/lib/idempotency.so" | grep -q "postgresql-$PG_MAJOR-idempotency"
 echo "installed: $(dpkg-query -W -f='${Package} ${Version} ${Status}' "postgresql-$PG_MAJOR-idempotency")"
@@ -47,3 +56,15 @@ for _ in $(seq 100); do
 done
 echo "idempotency launcher processes: $launchers"
 [ "$launchers" = 1 ]
+
+# the autopkgtest, as the PostgreSQL apt repository runs it: the source
+# tree, the package installed, on this machine (the null runner)
+if [ "${IDEM_AUTOPKGTEST:-0}" = 1 ]; then
+	t0=$SECONDS
+	if ! autopkgtest --no-built-binaries "$BUILD/src" "$deb" -- null >"$BUILD/autopkgtest.log" 2>&1; then
+		tail -n 60 "$BUILD/autopkgtest.log"
+		exit 1
+	fi
+	grep -E '^installcheck +PASS' "$BUILD/autopkgtest.log"
+	echo "autopkgtest passed in $((SECONDS - t0)) s"
+fi

@@ -32,7 +32,8 @@ PG_APT_RELEASE=""
 #   libipc-run-perl        IPC::Run, needed by PostgreSQL::Test::Utils
 #   build-essential debhelper postgresql-server-dev-all fakeroot libssl-dev:
 #                          test/deb.sh (dpkg-buildpackage insists on
-#                          build-essential; libssl-dev is a Build-Depends)
+#                          build-essential; libssl-dev is a Build-Depends);
+#                          autopkgtest: its run of debian/tests/
 #   procps                 pgrep/ps (absent from minimal images)
 #   redis-server libhiredis-dev: bench/run.sh (its Redis variants)
 #   valgrind               the valgrind suite (memcheck)
@@ -40,7 +41,7 @@ PG_PACKAGES="postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR postgresql-server-
 [ -n "$PG_APT_RELEASE" ] && PG_PACKAGES="$PG_PACKAGES libpq5"
 PACKAGES="make gcc libc6-dev perl procps $PG_PACKAGES
 libtap-parser-sourcehandler-pgtap-perl libipc-run-perl build-essential debhelper
-postgresql-server-dev-all fakeroot libssl-dev"
+postgresql-server-dev-all fakeroot libssl-dev autopkgtest"
 
 # The same results whatever the caller's environment: UTF-8 (the expected
 # outputs contain non-ASCII text), no stray libpq settings.
