@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# test/edition/regress.sh PG_BIN DIR PORT: the C build's regress files
-# (sql/, pg_regress) and isolation specs (test/specs/, pg_isolation_regress)
-# against the SQL edition, on a throwaway server run from PG_BIN (data and
-# socket in DIR, port PORT) with the default configuration: no preload.
+# test/edition/regress.sh PG_BIN DIR PORT [plain|tle]: the C build's
+# regress files (sql/, pg_regress) and isolation specs (test/specs/,
+# pg_isolation_regress) against the SQL edition, on a throwaway server run
+# from PG_BIN (data and socket in DIR, port PORT) with the default
+# configuration: no preload.  Installed as the plain script (plain, the
+# default), or (tle) through pg_tle: the server preloads pg_tle, and each
+# database that installs the edition gets CREATE EXTENSION pg_tle, the
+# pg_tle install script (pgtle.install_extension) and CREATE EXTENSION
+# idempotency, as on RDS; its lines then say tle/regress/NAME and
+# tle/isolation/NAME.
 # PG_BIN should have no C build installed (test/edition/prepare.sh makes
 # such a copy), so that nothing here can run it by mistake.  As the postgres
 # OS user, after make edition.  Prints "ok regress/NAME" or "not ok
@@ -10,7 +16,8 @@
 # "# " lines; exits non-zero when one failed.
 #
 # What runs differs from the C build's run in these ways only:
-#   - setup: test/edition/setup.sql installs the plain script
+#   - setup: test/edition/setup.sql installs the plain script (or the
+#     pg_tle edition, whose setup output counts one extension)
 #     (edition/dist/idempotency-sql--VERSION.sql) into the test database's
 #     public schema instead of CREATE EXTENSION idempotency; its expected
 #     output is test/edition/expected/setup.out.  The isolation database is
@@ -29,13 +36,20 @@
 #     difference between the editions.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-PG_BIN=${1:?usage: test/edition/regress.sh PG_BIN DIR PORT}
-DIR=${2:?usage: test/edition/regress.sh PG_BIN DIR PORT}
-PORT=${3:?usage: test/edition/regress.sh PG_BIN DIR PORT}
+PG_BIN=${1:?usage: test/edition/regress.sh PG_BIN DIR PORT [plain|tle]}
+DIR=${2:?usage: test/edition/regress.sh PG_BIN DIR PORT [plain|tle]}
+PORT=${3:?usage: test/edition/regress.sh PG_BIN DIR PORT [plain|tle]}
+MODE=${4:-plain}
 export PATH="$PG_BIN:$PATH"
 PGXS_DIR=$(dirname "$(pg_config --pgxs)")/../..
 version=$(sed -nE "s/^default_version = '([^']+)'/\1/p" "$root/idempotency.control")
 PLAIN=$root/edition/dist/idempotency-sql--$version.sql
+TLE=$root/edition/dist/idempotency-pgtle--$version.sql
+case $MODE in
+plain) PREFIX="" PRELOAD="" ;;
+tle) PREFIX="tle/" PRELOAD=pg_tle ;;
+*) echo "usage: test/edition/regress.sh PG_BIN DIR PORT [plain|tle]" >&2; exit 2 ;;
+esac
 
 # The files that run against the edition, in the Makefile's order
 REGRESS="setup claim attempts batch record hash input expire expire_backlog execute execute_hostile
@@ -74,9 +88,10 @@ if [ "$makefile_lists" != "$ours" ]; then
 	notok "lists (test/edition/regress.sh's lists and the Makefile's REGRESS/ISOLATION differ)" \
 		"$(diff <(printf '%s\n' "$makefile_lists") <(printf '%s\n' "$ours"))"
 fi
-for t in "${!EXCLUDED[@]}"; do echo "# not run on the edition: $t (${EXCLUDED[$t]})"; done | sort
+# (said once, by the plain install's run)
+[ "$MODE" = plain ] && for t in "${!EXCLUDED[@]}"; do echo "# not run on the edition: $t (${EXCLUDED[$t]})"; done | sort
 
-[ -f "$PLAIN" ] || { notok "edition (no $PLAIN: make edition first)"; exit 1; }
+[ -f "$PLAIN" ] && [ -f "$TLE" ] || { notok "${PREFIX}edition (no $PLAIN: make edition first)"; exit 1; }
 if [ -e "$(pg_config --sharedir)/extension/idempotency.control" ]; then
 	notok "server (the C build is installed in $PG_BIN's PostgreSQL: use test/edition/prepare.sh's copy)"
 	exit 1
@@ -85,10 +100,17 @@ fi
 # --- the inputs and expected outputs --------------------------------------
 rm -rf "$DIR/regress" "$DIR/iso"
 mkdir -p "$DIR/regress/sql" "$DIR/regress/expected" "$DIR/iso/specs" "$DIR/iso/expected"
+if [ "$MODE" = tle ]; then
+	install="CREATE EXTENSION IF NOT EXISTS pg_tle;
+\\i $TLE
+CREATE EXTENSION idempotency;"
+else
+	install="\\i $PLAIN"
+fi
 cat >"$DIR/regress/sql/edition-install.psql" <<EOF
 \\set ECHO none
 \\o /dev/null
-\\i $PLAIN
+$install
 \\o
 \\set ECHO all
 EOF
@@ -115,7 +137,12 @@ ed_expected() {
 for t in $REGRESS; do
 	if [ "$t" = setup ]; then
 		cp "$root/test/edition/setup.sql" "$DIR/regress/sql/setup.sql"
-		cp "$root/test/edition/expected/setup.out" "$DIR/regress/expected/setup.out"
+		# the pg_tle edition is an extension: one in pg_extension
+		if [ "$MODE" = tle ]; then
+			sed 's/^ t         |          0$/ t         |          1/' "$root/test/edition/expected/setup.out"
+		else
+			cat "$root/test/edition/expected/setup.out"
+		fi >"$DIR/regress/expected/setup.out"
 		continue
 	fi
 	{ echo '\set SHOW_CONTEXT never'; ed_input "$root/sql/$t.sql"; } >"$DIR/regress/sql/$t.sql"
@@ -144,7 +171,7 @@ done
 
 # --- the server ------------------------------------------------------------
 DATA=$DIR/data
-edition_server server "listen_addresses = ''"
+edition_server "${PREFIX}server" "listen_addresses = ''" "shared_preload_libraries = '$PRELOAD'"
 
 # pg_regress's and pg_isolation_regress's "test NAME ... ok|FAILED" (15)
 # or TAP lines (16 on) as this script's
@@ -152,11 +179,11 @@ report() {
 	local suite=$1 log=$2 n=0 name result
 	while read -r name result; do
 		n=$((n + 1))
-		if [ "$result" = ok ]; then echo "ok $suite/$name"; else notok "$suite/$name"; fi
+		if [ "$result" = ok ]; then echo "ok $PREFIX$suite/$name"; else notok "$PREFIX$suite/$name"; fi
 	done < <(sed -nE -e 's/^(test +| +)?([A-Za-z0-9_-]+) +\.\.\. +(ok|FAILED|failed)\b.*/\2 \3/p' \
 		-e 's/^ok +[0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 ok/p' \
 		-e 's/^not ok +[0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 FAILED/p' "$log")
-	[ "$n" -gt 0 ] || notok "$suite (did not run)" "$(tail -n 30 "$log")"
+	[ "$n" -gt 0 ] || notok "$PREFIX$suite (did not run)" "$(tail -n 30 "$log")"
 }
 
 # shellcheck disable=SC2086
@@ -167,18 +194,19 @@ report regress "$DIR/regress.log"
 # the isolation database, with the edition installed, made here
 if out=$(psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 \
 	-c "CREATE DATABASE isolation_regression" 2>&1) &&
-	out=$(psql -X -q -h "$DIR" -p "$PORT" -U postgres -d isolation_regression -v ON_ERROR_STOP=1 -f "$PLAIN" 2>&1); then
+	out=$(psql -X -q -h "$DIR" -p "$PORT" -U postgres -d isolation_regression -v ON_ERROR_STOP=1 \
+		-f "$DIR/regress/sql/edition-install.psql" 2>&1); then
 	# shellcheck disable=SC2086
 	(cd "$DIR/iso" && "$PGXS_DIR/src/test/isolation/pg_isolation_regress" --bindir="$PG_BIN" --host="$DIR" \
 		--port="$PORT" --user=postgres --inputdir=. --outputdir=. --use-existing \
 		--dbname=isolation_regression $ISOLATION) >"$DIR/isolation.log" 2>&1
 	report isolation "$DIR/isolation.log"
 else
-	notok "isolation (the plain script in the isolation database)" "$out"
+	notok "${PREFIX}isolation (the edition in the isolation database)" "$out"
 fi
 
 for d in "$DIR/regress/regression.diffs" "$DIR/iso/regression.diffs"; do
 	[ -s "$d" ] && sed 's/^/# /' "$d"
 done
-grep -E 'PANIC|server process .* was terminated' "$DIR/server.log" && notok "server (a backend crashed: server.log above)"
+grep -E 'PANIC|server process .* was terminated' "$DIR/server.log" && notok "${PREFIX}server (a backend crashed: server.log above)"
 exit "$failed"

@@ -202,7 +202,8 @@ suite_docs()
 # test/edition/install.sh (pg_tle as on RDS, the plain script as on Cloud
 # SQL/Azure/Neon, expiry through pg_cron where Debian has it: one server)
 # and test/edition/regress.sh (sql/ and test/specs/ against the edition, on
-# a server of its own without preload); then test/edition/hash_corpus.sql
+# a server of its own without preload; installed as the plain script, then
+# through pg_tle); then test/edition/hash_corpus.sql
 # through pg_regress on a server of the installed PostgreSQL, in a
 # database with the C build in public and the edition's plain script in
 # schema ed, compared with test/edition/hash_corpus.out; migrate.sh,
@@ -244,12 +245,12 @@ suite_edition()
 	}
 	edition_part_done()
 	{
-		local part=$1 out=$2
+		local part=$1 out=$2 script=${3:-test/edition/$1.sh}
 		edition_lines "$WORK/edition_$part.log"
 		grep -q '^\(ok\|not ok\) ' "$WORK/edition_$part.log" ||
-			fail "edition/$part (test/edition/$part.sh exited $out and ran nothing)"
+			fail "edition/$part ($script exited $out and ran nothing)"
 		[ "$out" -ne 0 ] && ! grep -q '^not ok ' "$WORK/edition_$part.log" &&
-			fail "edition/$part (test/edition/$part.sh exited $out)"
+			fail "edition/$part ($script exited $out)"
 	}
 	# install.sh waits most of its time for pg_cron: it runs beside the
 	# rest, on a server and port of its own
@@ -271,6 +272,13 @@ suite_edition()
 		bash "$WORK/test/edition/regress.sh" "$bin" "$dir/regress" "$port"
 	out=$?
 	edition_part_done regress "$out"
+	# the same files against the pg_tle install (CREATE EXTENSION through
+	# pg_tle in each database), on a server that preloads pg_tle
+	port=$(free_port 55565)
+	as_postgres mkdir -p "$dir/regress-tle"
+	run_logged "$WORK/edition_regress-tle.log" runuser -u postgres -- env -C "$WORK" TMPDIR="$WORK/tmp" \
+		bash "$WORK/test/edition/regress.sh" "$bin" "$dir/regress-tle" "$port" tle
+	edition_part_done regress-tle $? "test/edition/regress.sh tle"
 	edition_hash_corpus
 	# moving between the editions: the C build's server ($PG_BIN)
 	port=$(free_port 55550)
