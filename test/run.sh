@@ -58,16 +58,20 @@
 #              Java (examples/java) payment services, each against the
 #              conformance suite examples/conformance (node --test), plus
 #              the Java library's JUnit tests
-#   package    test/deb.sh: build the version's .deb with pg_buildext,
-#              install it, use it
+#   package    test/deb.sh: build the version's .deb (and the 3.0 (quilt)
+#              source package) with pg_buildext, install it, use it; with
+#              IDEM_AUTOPKGTEST=1 (on 15, left out by default for time) also
+#              its autopkgtest, debian/tests/
 #   bench      bench/run.sh --check: the benchmark's contention mode, short,
 #              checking exactly-once for every variant (no timing asserted)
 #   monitoring Debian's prometheus-postgres-exporter with monitoring/queries.yaml
 #              against a server with two databases and traffic: the scraped
 #              counters of each, exact, and every metric
 #              monitoring/grafana-dashboard.json references
-#   valgrind   pg_regress and the isolation specs again, against one server
-#              run under valgrind's memcheck (every backend and the worker)
+#   valgrind   pg_regress and the isolation specs that only concurrency
+#              reaches (VALGRIND_ISOLATION, test/lib/suites.sh) again,
+#              against one server run under valgrind's memcheck (every
+#              backend and the worker)
 #   citus      test/citus/checks.sh: a Citus cluster on loopback (1
 #              coordinator + 2 workers, test/citus/cluster.sh) with the
 #              README's scale-out recipe: every outcome through the

@@ -622,11 +622,10 @@ suite_package()
 		fail "package/pgxn (test/meta.py)"
 		cat "$WORK/meta.log"
 	fi
-	# the autopkgtest (make installcheck twice more) on 15, the version the
-	# test command runs everything on; by name elsewhere:
-	# IDEM_AUTOPKGTEST=1 PG_MAJOR=18 bash test/run.sh package
-	if IDEM_AUTOPKGTEST=${IDEM_AUTOPKGTEST:-$([ "$PG_MAJOR" = 15 ] && echo 1 || echo 0)} \
-		run_logged "$WORK/package.log" bash test/deb.sh; then
+	# the autopkgtest (make installcheck twice more: about 2.5 minutes) by
+	# name, left out of the default run for time:
+	# IDEM_AUTOPKGTEST=1 PG_MAJOR=15 bash test/run.sh package
+	if IDEM_AUTOPKGTEST=${IDEM_AUTOPKGTEST:-0} run_logged "$WORK/package.log" bash test/deb.sh; then
 		pass "package/postgresql-$PG_MAJOR-idempotency ($(grep -m1 '^built' "$WORK/package.log"))"
 		grep -q '^autopkgtest passed' "$WORK/package.log" &&
 			pass "package/autopkgtest ($(grep -m1 '^autopkgtest passed' "$WORK/package.log"))"
@@ -681,9 +680,18 @@ make_var()
 # is not made for valgrind: uninitialised padding written to WAL and files)
 # are counted in a note.  palloc'd memory is not instrumented in that
 # build either, so a use after pfree inside one memory context goes unseen.
+# The isolation specs run under memcheck: those whose C paths only
+# concurrency reaches (a waiter woken through shared memory, a lease moved
+# after a wait, idem_execute's race for a new key, a takeover, the guard's
+# hook, a row type changed under a cached read, key locks in rolled-back
+# savepoints).  The others' paths are memchecked by the regress files; all
+# of them run on every version without valgrind.  A subset, for the test
+# command's time (under 75 minutes on a fresh machine).
+VALGRIND_ISOLATION="await execute_race lease_after_wait takeover guard_index key_lock_savepoints row_type_change"
+
 suite_valgrind()
 {
-	local port data=$WORK/valgrind_data logs=$WORK/valgrind_logs vg ours n pid
+	local port data=$WORK/valgrind_data logs=$WORK/valgrind_logs vg ours n pid specs
 	say "valgrind (memcheck: pg_regress and the isolation specs against a server under valgrind)"
 	port=$(free_port 55632)
 	as_postgres mkdir -p "$logs" "$WORK/valgrind_regress" "$WORK/valgrind_isolation"
@@ -715,12 +723,21 @@ CONF
 		--outputdir="$WORK/valgrind_regress" --dbname=contrib_regression $(make_var REGRESS)
 	count_regress valgrind/regress "$WORK/valgrind_regress.log"
 	cat "$WORK/valgrind_regress/regression.diffs" 2>/dev/null
-	# shellcheck disable=SC2046
+	# the specs of VALGRIND_ISOLATION, in the Makefile's order; a name no
+	# longer in ISOLATION (renamed) fails here rather than run nothing
+	specs=""
+	for n in $VALGRIND_ISOLATION; do
+		case " $(make_var ISOLATION) " in *" $n "*) ;; *) fail "valgrind/isolation ($n is not in the Makefile's ISOLATION)" ;; esac
+	done
+	for n in $(make_var ISOLATION); do
+		case " $VALGRIND_ISOLATION " in *" $n "*) specs="$specs $n" ;; esac
+	done
+	# shellcheck disable=SC2086
 	run_logged "$WORK/valgrind_isolation.log" runuser -u postgres -- env -C "$WORK" \
 		PATH="$PG_BIN:$PATH" "$PGXS_DIR/src/test/isolation/pg_isolation_regress" \
 		--bindir="$PG_BIN" --host="$WORK" --port="$port" --inputdir=test \
 		--outputdir="$WORK/valgrind_isolation" --load-extension=idempotency \
-		--dbname=isolation_regression $(make_var ISOLATION)
+		--dbname=isolation_regression $specs
 	count_regress valgrind/isolation "$WORK/valgrind_isolation.log"
 	cat "$WORK/valgrind_isolation/regression.diffs" 2>/dev/null
 	# the background worker: a pass that expires rows (the tests above keep
