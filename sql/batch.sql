@@ -143,6 +143,13 @@ SELECT count(*) FILTER (WHERE outcome = 'new') AS new
 FROM idem_claim_batch(ARRAY(SELECT 'once-' || i FROM generate_series(1, 1000) i), scope => 'bat-once');
 SELECT count(*) FILTER (WHERE outcome = 'new') AS new
 FROM idem_claim_batch(ARRAY(SELECT 'more-' || i FROM generate_series(1, 3000) i), scope => 'bat-once');
+-- Under valgrind's memcheck (the valgrind suite sets IDEM_UNDER_VALGRIND)
+-- the backend runs many times slower and was seen to sleep during these
+-- batches on an idle machine, which the call rightly takes as a wait and
+-- moves the rows: there only the inserts are checked (this file runs
+-- without valgrind on every version).
+\getenv under_valgrind IDEM_UNDER_VALGRIND
 SELECT pg_stat_get_xact_tuples_inserted('idempotency_keys'::regclass) - :ins_before AS inserted,
-       pg_stat_get_xact_tuples_updated('idempotency_keys'::regclass) - :upd_before AS updated;
+       pg_stat_get_xact_tuples_updated('idempotency_keys'::regclass) - :upd_before = 0
+       OR :{?under_valgrind} AS not_moved;
 COMMIT;
