@@ -25,6 +25,9 @@
 # /var/cache/idempotency-chroot-SUITE.tar, its downloaded packages under
 # /var/cache/idempotency-apt-*), copies the tree and ../shared in and runs
 # this script there with PG_MAJOR set; each chroot is removed afterwards.
+# The chroots are made, their packages installed and the extension (and
+# Citus) built ahead, at the lowest priority, while 15 runs here
+# (prepare_chroots): nothing is tested in one until its version's turn.
 # A version whose Debian packages cannot be fetched is reported and counted
 # as skipped, never as passed.
 #   PG_MAJOR=18 bash test/run.sh        one version (PG_MAJOR="17 18": some)
@@ -144,6 +147,7 @@ cleanup()
 		chroot_remove "$CHROOT_ROOT"
 	fi
 	[ -n "$CHILD" ] && kill -KILL -- "-$CHILD" 2>/dev/null
+	stop_preparing
 	[ -n "$RUNDIR" ] && rm -rf "$RUNDIR"
 	CHILD=""
 	WORK=""
@@ -293,7 +297,24 @@ run_one_version()
 		fi
 		;;
 	esac
-	build_and_install || { fail "build"; finish; }
+	if [ "${IDEM_PREPARED:-}" = 1 ]; then
+		say "build and install (PostgreSQL $PG_MAJOR, -Wall -Wextra -Werror): done while an earlier version ran"
+	else
+		build_and_install || { fail "build"; finish; }
+	fi
+	if [ "${IDEM_PREPARE_ONLY:-}" = 1 ]; then
+		# a chroot made ahead (run_all_versions): Citus built too when the
+		# citus suite will need it, then nothing run
+		case " $suites " in
+		*" citus "*)
+			if [ ! -f "$("$PG_BIN/pg_config" --pkglibdir)/citus.so" ] && [ -f ../shared/citus/build.sh ]; then
+				PG_CONFIG="$PG_BIN/pg_config" bash ../shared/citus/build.sh || exit 1
+			fi
+			;;
+		esac
+		echo "prepared in $((SECONDS - START)) s"
+		exit 0
+	fi
 	make_workdir
 	# make in the work directory as the postgres user: the Makefile's test targets
 	MAKE_PG=(runuser -u postgres -- env TMPDIR="$WORK/tmp" make -C "$WORK" --no-print-directory
@@ -391,29 +412,127 @@ run_version()
 	VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v on $where ($p ok, $f failed, $k skipped)"
 }
 
-# Run version $1's suites ($2) in a new chroot of its Debian release.
+# Make chroot $1 for version $2 (suites $3): the base system, then the tree
+# as it is (uncommitted changes too, as on this system) and ../shared
+# beside it when there is one.  Its output goes to $RUNDIR/pgN-chroot.log.
+chroot_setup()
+{
+	local root=$1 v=$2
+	chroot_make "$root" "$(chroot_suite "$v")" "$v" >"$RUNDIR/pg$v-chroot.log" 2>&1 || return 1
+	mkdir -p "$root/work/project"
+	tar --exclude=./.git --exclude=./results --exclude='./regression.*' --exclude='./tmp_check*' \
+		--exclude=./log --exclude=./test/output_iso --exclude=./test/results --exclude=./test/tmp_check \
+		--exclude=node_modules --exclude='*.o' --exclude='*.bc' --exclude='*.so' -cf - . |
+		tar -C "$root/work/project" -xf -
+	if [ -d ../shared ]; then cp -a ../shared/. "$root/work/shared/"; fi
+}
+
+# The chroots' versions made ahead, one after another, while the first
+# version runs on this system: each one's base system unpacked (debootstrap
+# run once per Debian release and machine), its packages installed, the
+# extension built and installed (and Citus, for a version with the citus
+# suite), at the lowest CPU and I/O priority so that the running suites
+# keep the machine.  Nothing is tested there: run_in_chroot runs the
+# version's suites in it when its turn comes, and does any step left
+# undone itself.  For each version it leaves in $RUNDIR pgN.made (the
+# chroot exists) and pgN.prepared (everything ran), then pgN.done.
+PREPARE_PID=""
+declare -A PREPARED_ROOT=()
+prepare_one()
+{
+	local v=$1 root=$2 suites=$3
+	chroot_setup "$root" "$v" || return
+	: >"$RUNDIR/pg$v.made"
+	chroot_exec "$root" "IDEM_IN_CHROOT=1 IDEM_PREPARE_ONLY=1 PG_MAJOR=$v IDEM_CITUS_VERSIONS='$IDEM_CITUS_VERSIONS' bash test/run.sh $suites" \
+		"$(chroot_apt_cache "$v")" >"$RUNDIR/pg$v-prepare.log" 2>&1 &&
+		: >"$RUNDIR/pg$v.prepared"
+}
+# Stop making chroots ahead, and remove those made.
+stop_preparing()
+{
+	local v
+	[ -n "$PREPARE_PID" ] && kill -TERM -- "-$PREPARE_PID" 2>/dev/null
+	PREPARE_PID=""
+	for v in "${!PREPARED_ROOT[@]}"; do
+		chroot_remove "${PREPARED_ROOT[$v]}"
+	done
+	PREPARED_ROOT=()
+}
+prepare_chroots()
+{
+	local v
+	local -a args=()
+	for v in $VERSIONS; do
+		runs_here "$v" && continue
+		PREPARED_ROOT[$v]=$(mktemp -d /var/tmp/idempotency-pg"$v".XXXXXX)
+		args+=("$v" "${PREPARED_ROOT[$v]}" "$(suites_of "$v")")
+	done
+	[ ${#args[@]} -gt 0 ] || return 0
+	# debootstrap now, while this system's apt is free
+	command -v debootstrap >/dev/null ||
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; } >/dev/null 2>&1
+	setsid nice -n 19 ionice -c 2 -n 7 bash -c '
+		. test/lib/common.sh && . test/lib/chroot.sh || exit 1
+		eval "$(cat)"
+		RUNDIR=$1 IDEM_CITUS_VERSIONS=$2
+		shift 2
+		while [ $# -ge 3 ]; do
+			prepare_one "$1" "$2" "$3"
+			: >"$RUNDIR/pg$1.done"
+			shift 3
+		done
+	' prepare "$RUNDIR" "$IDEM_CITUS_VERSIONS" "${args[@]}" >"$RUNDIR/prepare.log" 2>&1 \
+		< <(declare -f chroot_setup prepare_one) &
+	PREPARE_PID=$!
+}
+
+# The suites version $1 runs.
+suites_of()
+{
+	echo "${SUITES_GIVEN:-$(default_suites "$1")}"
+}
+
+# Run version $1's suites ($2) in the chroot of its Debian release that
+# prepare_chroots made (waiting for it), or in one made now.
 run_in_chroot()
 {
-	local v=$1 suites=$2 suite root
+	local v=$1 suites=$2 suite root prepared=""
 	suite=$(chroot_suite "$v")
 	say "PostgreSQL $v: in a Debian $suite chroot$([ "$v" = 19 ] && echo ' with experimental')"
-	root=$(mktemp -d /var/tmp/idempotency-pg"$v".XXXXXX)
+	root=${PREPARED_ROOT[$v]:-}
 	CHROOT_ROOT=$root
-	if ! chroot_make "$root" "$suite" "$v" >"$RUNDIR/pg$v-chroot.log" 2>&1; then
-		cat "$RUNDIR/pg$v-chroot.log"
-		if fetch_failed "$RUNDIR/pg$v-chroot.log"; then
-			SKIPPED=$((SKIPPED + 1))
-			printf '  skipped pg%s (Debian %s could not be fetched: not tested)\n' "$v" "$suite"
-			VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v $suite (not fetched: skipped)"
-		else
-			FAILED=$((FAILED + 1))
-			FAILURES="$FAILURES pg$v/chroot"
-			printf '  FAILED  pg%s/chroot\n' "$v"
-			VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v $suite (chroot failed)"
+	if [ -n "$root" ]; then
+		while [ ! -e "$RUNDIR/pg$v.done" ] && kill -0 "$PREPARE_PID" 2>/dev/null; do
+			sleep 1
+		done
+		if [ -e "$RUNDIR/pg$v.prepared" ]; then
+			prepared=1
+			note "chroot made, packages installed and extension built while an earlier version ran"
+		elif [ ! -e "$RUNDIR/pg$v.made" ]; then
+			# not made ahead: make it now
+			rm -rf --one-file-system "$root"
+			root=""
 		fi
-		chroot_remove "$root"
-		CHROOT_ROOT=""
-		return
+	fi
+	if [ -z "$root" ]; then
+		root=$(mktemp -d /var/tmp/idempotency-pg"$v".XXXXXX)
+		CHROOT_ROOT=$root
+		if ! chroot_setup "$root" "$v"; then
+			cat "$RUNDIR/pg$v-chroot.log"
+			if fetch_failed "$RUNDIR/pg$v-chroot.log"; then
+				SKIPPED=$((SKIPPED + 1))
+				printf '  skipped pg%s (Debian %s could not be fetched: not tested)\n' "$v" "$suite"
+				VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v $suite (not fetched: skipped)"
+			else
+				FAILED=$((FAILED + 1))
+				FAILURES="$FAILURES pg$v/chroot"
+				printf '  FAILED  pg%s/chroot\n' "$v"
+				VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v $suite (chroot failed)"
+			fi
+			chroot_remove "$root"
+			CHROOT_ROOT=""
+			return
+		fi
 	fi
 	# the PostgreSQL this system runs, for the major upgrade test
 	case " $suites " in
@@ -422,38 +541,31 @@ run_in_chroot()
 			echo "  (no PostgreSQL $OLD_MAJOR with idempotency installed here: the major upgrade test skips)"
 		;;
 	esac
-	# the tree as it is (uncommitted changes too, as on this system), and
-	# ../shared beside it when there is one
-	mkdir -p "$root/work/project"
-	tar --exclude=./.git --exclude=./results --exclude='./regression.*' --exclude='./tmp_check*' \
-		--exclude=./log --exclude=./test/output_iso --exclude=./test/results --exclude=./test/tmp_check \
-		--exclude=node_modules --exclude='*.o' --exclude='*.bc' --exclude='*.so' -cf - . |
-		tar -C "$root/work/project" -xf -
-	[ -d ../shared ] && cp -a ../shared/. "$root/work/shared/"
 	run_version "$v" "$suite" bash -c '. test/lib/chroot.sh && chroot_exec "$@"' chroot_exec "$root" \
-		"IDEM_IN_CHROOT=1 PG_MAJOR=$v IDEM_CITUS_VERSIONS='$IDEM_CITUS_VERSIONS' bash test/run.sh $suites" \
+		"IDEM_IN_CHROOT=1 ${prepared:+IDEM_PREPARED=1 }PG_MAJOR=$v IDEM_CITUS_VERSIONS='$IDEM_CITUS_VERSIONS' bash test/run.sh $suites" \
 		"$(chroot_apt_cache "$v")"
 	chroot_remove "$root"
 	CHROOT_ROOT=""
 }
-
 run_all_versions()
 {
-	local v suites
+	local v
 	echo "idempotency test run: PostgreSQL $VERSIONS, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores"
 	START=$SECONDS
 	PG_MAJOR=${VERSIONS// /,} # this run's own lines (an interruption) name them all
 	RUNDIR=$(mktemp -d /tmp/idempotency-versions.XXXXXX)
+	prepare_chroots
 	for v in $VERSIONS; do
-		suites=${SUITES_GIVEN:-$(default_suites "$v")}
 		if runs_here "$v"; then
 			say "PostgreSQL $v: on this system ($(host_codename))"
+			# shellcheck disable=SC2046 # the suites: words
 			run_version "$v" "$(host_codename)" env PG_MAJOR="$v" IDEM_CITUS_VERSIONS="$IDEM_CITUS_VERSIONS" \
-				bash test/run.sh $suites
+				bash test/run.sh $(suites_of "$v")
 		else
-			run_in_chroot "$v" "$suites"
+			run_in_chroot "$v" "$(suites_of "$v")"
 		fi
 	done
+	stop_preparing
 	rm -rf "$RUNDIR"
 	echo
 	echo "took $((SECONDS - START)) s"
