@@ -1,4 +1,4 @@
--- Database setup shared by the examples (examples/http, examples/go, examples/java).
+-- Database setup shared by the examples (examples/http, examples/go, examples/java, examples/rust).
 --
 -- Run it once per database AS A SUPERUSER (CREATE EXTENSION idempotency needs
 -- one: the extension is not trusted), naming the role the service logs in as:
