@@ -72,7 +72,8 @@ pub enum Observed {
     Mismatch,
     /// Taken over from an earlier attempt that died or failed; the handler ran.
     Reclaimed,
-    /// The claim or the completion failed (the database's error: `sqlstate`).
+    /// The claim or the completion failed (the database's error: `sqlstate`),
+    /// or the handler panicked (500; `scope` is not known then).
     Error,
     /// Refused before any claim: no or bad key, scope, content type or body.
     Rejected,
@@ -300,12 +301,28 @@ where
         let inner = std::mem::replace(&mut self.inner, fresh);
         let cfg = self.cfg.clone();
         Box::pin(async move {
+            let start = Instant::now();
+            let key = req
+                .headers()
+                .get(IDEMPOTENCY_KEY)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
             // A task of its own: finished even when the client goes away.
-            match tokio::spawn(handle(cfg, inner, req)).await {
+            match tokio::spawn(handle(cfg.clone(), inner, req)).await {
                 Ok(r) => Ok(r),
                 Err(e) => {
+                    // a panic (the handler's): its transaction was closed with
+                    // its connection, its heartbeats stopped
                     log::error!("idempotency middleware: the request's task failed: {e}");
-                    Ok(internal_error())
+                    let report = Report {
+                        cfg: &cfg,
+                        start,
+                        key: &key,
+                        scope: "",
+                        committed: false,
+                    };
+                    Ok(report.send(Observed::Error, internal_error(), None))
                 }
             }
         })
@@ -464,10 +481,15 @@ impl Claimed {
     }
 
     /// The transaction the handler works in: the claim's own, or (committed
-    /// claim) one begun now, in which the key is then completed.  Hold it
-    /// only while using it.
+    /// claim) one begun now, in which the key is then completed.  One guard
+    /// at a time: while one is alive, `tx()` and a default-mode
+    /// [`Claimed::checkpoint`] fail (rather than wait for themselves).
     pub async fn tx(&self) -> Result<TxGuard<'_>, Error> {
-        let mut g = self.shared.tx.lock().await;
+        let mut g = self
+            .shared
+            .tx
+            .try_lock()
+            .map_err(|_| Error::Unexpected("the claim's transaction is in use: drop its TxGuard first".into()))?;
         if g.conn.is_none() {
             *g = TxConn::begin(&self.shared.cfg.pool).await?;
         }
@@ -764,14 +786,13 @@ where
         lost: AtomicBool::new(false),
     });
     parts.extensions.insert(Claimed { shared: shared.clone() });
-    let beat = committed.then(|| tokio::spawn(heartbeats(shared.clone())));
+    // stopped when the handler is done, and when it panics
+    let beat = committed.then(|| AbortOnDrop(tokio::spawn(heartbeats(shared.clone()))));
     let answer = match inner.call(Request::from_parts(parts, Body::from(body))).await {
         Ok(r) => r,
         Err(never) => match never {},
     };
-    if let Some(b) = beat {
-        b.abort();
-    }
+    drop(beat);
     let result = shared.result.lock().unwrap().take();
     let mut tx = shared.tx.lock().await;
     let Some((status, json)) = result else {
@@ -823,6 +844,14 @@ where
             tx.rollback().await;
             report.error(&e)
         }
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

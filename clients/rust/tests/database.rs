@@ -309,6 +309,19 @@ async fn echo(Extension(gate): Extension<Arc<Notify>>, claim: Claimed) -> Respon
     if v["hold"] == true {
         gate.notified().await;
     }
+    if v["panic"] == true {
+        panic!("the handler panicked (on purpose)");
+    }
+    if v["twice"] == true {
+        let held = claim.tx().await.unwrap();
+        let again = claim.tx().await.is_err();
+        let checkpoint = claim.checkpoint("x").await.is_err();
+        drop(held);
+        return claim.respond(
+            StatusCode::CREATED,
+            format!(r#"{{"refused": [{again}, {checkpoint}]}}"#),
+        );
+    }
     if claim.is_committed() {
         if let Some(p) = claim.recovery_point() {
             let tx = claim.tx().await.unwrap();
@@ -533,4 +546,37 @@ async fn middleware_committed_claims_in_flight_failed_and_reclaimed() {
         ]),
         "{seen:?}"
     );
+}
+
+#[tokio::test]
+async fn middleware_one_transaction_guard_at_a_time() {
+    let Some(pool) = pool() else { return };
+    let app = app(pool, Arc::new(Notify::new()), Seen::default(), |l| l);
+    let r = send(&app, "/pay", &key("twice"), &[], r#"{"twice": true}"#, None).await;
+    assert_eq!((r.status, r.text.as_str()), (201, r#"{"refused": [true, true]}"#));
+}
+
+#[tokio::test]
+async fn middleware_panic_stops_the_heartbeats() {
+    let Some(pool) = pool() else { return };
+    let seen: Seen = Arc::default();
+    let app = app(pool.clone(), Arc::new(Notify::new()), seen.clone(), |l| {
+        l.lease(Duration::from_secs(2))
+            .heartbeat_every(Duration::from_millis(200))
+    });
+    let k = key("panic");
+    let r = send(&app, "/card", &k, &[], r#"{"panic": true}"#, None).await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    assert!(!r.text.contains("on purpose"), "no details: {}", r.text);
+    assert_eq!(*seen.lock().unwrap(), vec![(Observed::Error, 500)]);
+    // the lease runs out: nobody renews it any more
+    let conn = pool.get().await.unwrap();
+    let opts = ClaimOptions {
+        await_result: Some(Duration::from_secs(15)),
+        ..committed(30)
+    };
+    let c = client::claim(&*conn, &k, Some(r#"{"panic": true}"#), "", &opts)
+        .await
+        .unwrap();
+    assert_eq!(c.outcome, Outcome::Reclaimed);
 }
