@@ -14,7 +14,7 @@
 # the suites themselves are in test/lib/suites.sh.
 #   15  on this machine (Debian bookworm's postgresql-15): every suite
 #   17  in a Debian trixie chroot: regress isolation pgtap tap docs edition
-#       package bench monitoring
+#       rust package bench monitoring
 #   18  in a Debian forky chroot: the same, and citus
 #   19  in a Debian forky chroot with experimental's postgresql-19:
 #       regress isolation pgtap tap docs edition package bench monitoring (pgtap built
@@ -61,6 +61,10 @@
 #              Java (examples/java) payment services, each against the
 #              conformance suite examples/conformance (node --test), plus
 #              the Java library's JUnit tests
+#   rust       test/rust.sh: the Rust crate clients/rust (pg-idempotency)
+#              and the Axum service examples/rust, built offline from
+#              Debian's packaged crates; cargo test against a server, the
+#              service against examples/conformance (on trixie and later)
 #   package    test/deb.sh: build the version's .deb (and the 3.0 (quilt)
 #              source package) with pg_buildext, install it, use it; with
 #              IDEM_AUTOPKGTEST=1 (on 15, left out by default for time) also
@@ -168,12 +172,12 @@ trap cleanup EXIT
 trap 'interrupted INT' INT
 trap 'interrupted TERM' TERM
 
-ALL_SUITES="regress isolation pgtap tap docs edition http package bench monitoring valgrind citus"
+ALL_SUITES="regress isolation pgtap tap docs edition http rust package bench monitoring valgrind citus"
 # The versions, and the suites each runs by default (test/lib/chroot.sh
 # says where each comes from).  Every SQL-level suite and bench's
 # exactly-once check on every version; valgrind on 15 (on 18 by name,
 # PG_MAJOR=18 bash test/run.sh valgrind: left out for time); http on 15
-# only; citus on 15 (Citus 13.2.2) and 18 (Citus 14.0.1), and on 17 too
+# only; rust on 17 (trixie: Debian's first release with the crates); citus on 15 (Citus 13.2.2) and 18 (Citus 14.0.1), and on 17 too
 # with IDEM_CITUS_VERSIONS="15 17 18" or by name (PG_MAJOR=17 bash
 # test/run.sh citus).
 ALL_VERSIONS="15 17 18 19"
@@ -183,6 +187,7 @@ default_suites()
 	local s
 	case $1 in
 	15) s="regress isolation pgtap tap docs edition http package bench monitoring valgrind" ;;
+	17) s="regress isolation pgtap tap docs edition rust package bench monitoring" ;;
 	*) s="regress isolation pgtap tap docs edition package bench monitoring" ;;
 	esac
 	case " $IDEM_CITUS_VERSIONS " in *" $1 "*) s="$s citus" ;; esac
@@ -312,6 +317,9 @@ run_one_version()
 			fi
 			;;
 		esac
+		case " $suites " in
+		*" rust "*) IDEM_RUST_BUILD_ONLY=1 bash test/rust.sh "$PG_BIN" "$RUST_WORK" || exit 1 ;;
+		esac
 		echo "prepared in $((SECONDS - START)) s"
 		exit 0
 	fi
@@ -331,6 +339,7 @@ run_one_version()
 		t0=$SECONDS
 		case $s in
 		valgrind | citus | http | package | bench | monitoring) run_target "$s" ;;
+		rust) run_rust ;;
 		*) "suite_$s" ;;
 		esac
 		note "$s: $((SECONDS - t0)) s"
@@ -353,6 +362,28 @@ run_target()
 	grep -v '^suite [a-z]*: ' "$log"
 	count_lines "$log"
 	[ "$rc" -ne 0 ] && [ "$COUNTED_FAILED" -eq 0 ] && fail "$s (make $target exited $rc)"
+	rm -f "$log"
+}
+
+# The Rust crate and service (test/rust.sh, which installs what it needs),
+# built in a directory of its own that outlives the run's work directory:
+# the build made ahead (prepare_chroots) is the one tested, and a re-run on
+# a machine of its own builds only what changed.
+RUST_WORK=/var/tmp/idempotency-rust-$PG_MAJOR
+run_rust()
+{
+	local log rc
+	say "rust (test/rust.sh: the pg-idempotency crate's cargo test against a server, examples/rust against examples/conformance)"
+	if [ "$(host_codename)" = bookworm ]; then
+		skip "rust (Debian bookworm packages no Axum: PG_MAJOR=17 bash test/run.sh rust runs it in trixie)"
+		return
+	fi
+	log=$(mktemp /tmp/idempotency-rust.XXXXXX)
+	run_logged "$log" bash test/rust.sh "$PG_BIN" "$RUST_WORK"
+	rc=$?
+	grep -v '^[0-9]* passed, [0-9]* failed$' "$log"
+	count_lines "$log"
+	[ "$rc" -ne 0 ] && [ "$COUNTED_FAILED" -eq 0 ] && fail "rust (test/rust.sh exited $rc)"
 	rm -f "$log"
 }
 

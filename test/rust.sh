@@ -19,8 +19,8 @@
 #      examples/conformance (node --test), as test/lib/suites.sh's
 #      suite_http runs the other services.
 #
-# One line per check in the test command's style ("  ok      pg17/http/rust/
-# card (3 cases)" or "  FAILED  ..." with the log after it), a note with
+# One line per check in the test command's style ("  ok      pg17/rust/card
+# (3 cases)" or "  FAILED  ..." with the log after it), a note with
 # each step's time, "N passed, N failed" at the end; exits non-zero on any
 # failure.  Everything it starts (the server, services the suite left) is
 # stopped on exit.  As root, on Debian trixie or later (bookworm ships no
@@ -99,7 +99,7 @@ finish() {
 t0=$SECONDS
 # shellcheck disable=SC2086 # a list of package names
 if ! heavy apt_install $RUST_PACKAGES >"$WORK/apt.log" 2>&1; then
-	fail "http/rust (apt-get install)"
+	fail "rust (apt-get install)"
 	tail_logs "$WORK/apt.log"
 	finish
 fi
@@ -112,7 +112,7 @@ if [ ! -f "$("$PG_BIN/pg_config" --sharedir)/extension/idempotency.control" ]; t
 	if ! heavy apt_install make gcc libc6-dev "postgresql-server-dev-$PG_MAJOR" >"$WORK/ext.log" 2>&1 ||
 		! heavy make -C "$WORK/ext" -s PG_CONFIG="$PG_BIN/pg_config" >>"$WORK/ext.log" 2>&1 ||
 		! make -C "$WORK/ext" -s PG_CONFIG="$PG_BIN/pg_config" install >>"$WORK/ext.log" 2>&1; then
-		fail "http/rust (build and install the extension)"
+		fail "rust (build and install the extension)"
 		tail_logs "$WORK/ext.log"
 		finish
 	fi
@@ -142,18 +142,26 @@ t0=$SECONDS
 if heavy cargo build --offline --manifest-path "$WORK/tree/examples/rust/Cargo.toml" >"$WORK/build.log" 2>&1 &&
 	heavy cargo test --offline --no-run --manifest-path "$WORK/tree/clients/rust/Cargo.toml" >>"$WORK/build.log" 2>&1; then
 	if grep -q '^warning' "$WORK/build.log"; then
-		fail "http/rust/build (warnings)"
+		fail "rust/build (warnings)"
 		grep -A 8 '^warning' "$WORK/build.log"
 	else
-		pass "http/rust/build (offline, $(grep -c '^ *Compiling' "$WORK/build.log") crates compiled)"
+		n=$(grep -c '^ *Compiling' "$WORK/build.log")
+		if [ "$n" -eq 0 ]; then
+			pass "rust/build (offline; up to date, built before in $WORK)"
+		else
+			pass "rust/build (offline, $n crates compiled)"
+		fi
 	fi
 	note "cargo build and cargo test --no-run: $((SECONDS - t0)) s"
 else
-	fail "http/rust/build"
+	fail "rust/build"
 	tail_logs "$WORK/build.log"
 	finish
 fi
 SERVICE=$CARGO_TARGET_DIR/debug/payments-rust
+# IDEM_RUST_BUILD_ONLY=1: this far (test/run.sh builds ahead, while another
+# version runs; its own run then reuses the build)
+[ "${IDEM_RUST_BUILD_ONLY:-}" = 1 ] && finish
 
 # ---- 3. the server -----------------------------------------------------------
 # made anew in a WORKDIR used before (whose build is reused: incremental)
@@ -170,7 +178,7 @@ if ! heavy start_server "$WORK/data" "$port" >"$WORK/server.log" 2>&1 ||
 		-c "CREATE ROLE payments_service LOGIN" -c "CREATE DATABASE $db" >>"$WORK/server.log" 2>&1 ||
 	! as_postgres psql -X -q -h "$WORK" -p "$port" -d "$db" -v service_role=payments_service \
 		-f "$WORK/tree/examples/db/schema.sql" >>"$WORK/server.log" 2>&1; then
-	fail "http/rust (server, examples/db/schema.sql)"
+	fail "rust (server, examples/db/schema.sql)"
 	tail_logs "$WORK/server.log" "$WORK/data/server.log"
 	finish
 fi
@@ -180,12 +188,12 @@ t0=$SECONDS
 if run_logged "$WORK/cargo_test.log" env IDEM_TEST_DATABASE_URL="postgresql://payments_service@127.0.0.1:$port/$db" \
 	nice -n 19 ionice -c 3 cargo test --offline --manifest-path "$WORK/tree/clients/rust/Cargo.toml"; then
 	if grep -q '^skipped' "$WORK/cargo_test.log"; then
-		fail "http/rust/cargo-test (the database tests were skipped)"
+		fail "rust/cargo-test (the database tests were skipped)"
 	else
-		pass "http/rust/cargo-test ($(awk '/^test result:/ { n += $4 } END { print n + 0 }' "$WORK/cargo_test.log") tests)"
+		pass "rust/cargo-test ($(awk '/^test result:/ { n += $4 } END { print n + 0 }' "$WORK/cargo_test.log") tests)"
 	fi
 else
-	fail "http/rust/cargo-test"
+	fail "rust/cargo-test"
 	tail_logs "$WORK/cargo_test.log"
 fi
 note "cargo test: $((SECONDS - t0)) s"
@@ -200,9 +208,9 @@ for f in "$WORK"/tree/examples/conformance/*.test.js; do
 		PGHOST=127.0.0.1 PGPORT="$port" PGUSER=payments_service PGDATABASE="$db" \
 		PGSSLMODE=disable CONFORMANCE_ADMIN_USER=postgres CONFORMANCE_LOG="$log.services" \
 		EXAMPLE_CMD="[\"$SERVICE\"]" node --test "$name.test.js"; then
-		pass "http/rust/$name ($(grep -c '^ok ' "$log.log") cases)"
+		pass "rust/$name ($(grep -c '^ok ' "$log.log") cases)"
 	else
-		fail "http/rust/$name"
+		fail "rust/$name"
 		cat "$log.log"
 		tail_logs "$log.services"
 	fi

@@ -359,7 +359,7 @@ edition_hash_corpus()
 # servers' logs) is moved to tap/NAME before the next one starts.
 suite_tap()
 {
-	local n=0 f name dir
+	local n=0 f name dir t0
 	say "tap (make prove_installcheck: prove, test/t/)"
 	as_postgres mkdir -p "$WORK/tap"
 	for f in test/t/*.pl; do
@@ -371,11 +371,12 @@ suite_tap()
 			note "$name: $OLD_MAJOR is the oldest version, the one the others' runs upgrade from"
 			continue
 		fi
+		t0=$SECONDS
 		if run_logged "$dir.log" "${MAKE_PG[@]}" prove_installcheck PROVE_TESTS="$f"; then
 			if grep -q '\.\. skipped: ' "$dir.log"; then
 				skip "tap/$name ($(sed -n 's/.*\.\. skipped: //p' "$dir.log" | head -1))"
 			else
-				pass "tap/$name"
+				pass "tap/$name ($((SECONDS - t0)) s)"
 			fi
 		else
 			fail "tap/$name"
