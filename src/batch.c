@@ -213,6 +213,7 @@ InsertNewKeys(IdemClaimArgs *a, BatchItem *items, int n)
 	int			lbs[1] = {1};
 	int			m = 0;
 	int			mark = IdemKeyLocksHeld();
+	int			tokencol;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -247,13 +248,14 @@ InsertNewKeys(IdemClaimArgs *a, BatchItem *items, int n)
 	IdemExecute(IDEM_STMT_INSERT_MANY, a->nspid, &args, false, 0);
 
 	qsort(drawn, m, sizeof(DrawnToken), CompareTokens);
+	tokencol = SPI_fnumber(SPI_tuptable->tupdesc, "token");
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		bool		isnull;
 		DrawnToken	key;
 		DrawnToken *found;
 
-		key.token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull));
+		key.token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, tokencol, &isnull));
 		found = bsearch(&key, drawn, m, sizeof(DrawnToken), CompareTokens);
 		if (found == NULL)
 			elog(ERROR, "batch insert returned a token it was not given");

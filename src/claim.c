@@ -498,10 +498,11 @@ PackWritten(IdemClaimArgs *a, IdemOutcome outcome, const IdemRow *row,
 {
 	bool		isnull;
 	HeapTuple	tup = SPI_tuptable->vals[0];
-	int64		token = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	int64		token = DatumGetInt64(SPI_getbinval(tup, desc, SPI_fnumber(desc, "token"), &isnull));
 
 	SetResult(values, nulls, CLAIM_TOKEN, Int64GetDatum(token));
-	SetResult(values, nulls, CLAIM_STATUS, SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+	SetResult(values, nulls, CLAIM_STATUS, SPI_getbinval(tup, desc, SPI_fnumber(desc, "status"), &isnull));
 	if (outcome == IDEM_OUTCOME_RECLAIMED && row->recovery_point != NULL)
 		SetResult(values, nulls, CLAIM_RECOVERY_POINT, PointerGetDatum(row->recovery_point));
 	IdemRememberClaim(a->scope, a->key, token);

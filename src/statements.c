@@ -9,6 +9,9 @@
  * A text names the table as %1$s and the extension's schema as %2$s, and
  * its parameters as :name (IdemParam); every operator and function is
  * schema-qualified, so a text means the same whatever the search_path.
+ * The columns a text returns (RETURNING token, status, ...) are read by
+ * name (row.c, claim.c, batch.c, record.c): a text is the one place that
+ * says which, in any order.
  *
  *-------------------------------------------------------------------------
  */
