@@ -140,16 +140,15 @@ cleanup()
 {
 	# the suite that was running when we were interrupted, with its children
 	[ -n "$CHILD" ] && kill -TERM -- "-$CHILD" 2>/dev/null
+	# a version's run (here or in its chroot) stops its own servers on
+	# SIGTERM, as a suite does: give it the time before anything is killed
+	for _ in $(seq 100); do
+		[ -n "$CHILD" ] && kill -0 -- "-$CHILD" 2>/dev/null || break
+		sleep 0.2
+	done
 	remove_workdir
-	if [ -n "$CHROOT_ROOT" ]; then
-		# the version's run in its chroot stops its own servers on SIGTERM:
-		# give it the time, then end whatever still runs in there
-		for _ in $(seq 100); do
-			[ -n "$CHILD" ] && kill -0 -- "-$CHILD" 2>/dev/null || break
-			sleep 0.2
-		done
-		chroot_remove "$CHROOT_ROOT"
-	fi
+	# then end whatever still runs in the chroot
+	[ -n "$CHROOT_ROOT" ] && chroot_remove "$CHROOT_ROOT"
 	[ -n "$CHILD" ] && kill -KILL -- "-$CHILD" 2>/dev/null
 	stop_preparing
 	[ -n "$RUNDIR" ] && rm -rf "$RUNDIR"
