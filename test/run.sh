@@ -25,8 +25,8 @@
 # /var/cache/idempotency-chroot-SUITE.tar, its downloaded packages under
 # /var/cache/idempotency-apt-*), copies the tree and ../shared in and runs
 # this script there with PG_MAJOR set; each chroot is removed afterwards.
-# The chroots are made, their packages installed and the extension (and
-# Citus) built ahead, at the lowest priority, while 15 runs here
+# The chroots are made, their packages installed and the extension (Citus,
+# the Rust crates) built ahead, at the lowest priority, while 15 runs here
 # (prepare_chroots): nothing is tested in one until its version's turn.
 # A version whose Debian packages cannot be fetched is reported and counted
 # as skipped, never as passed.
@@ -442,7 +442,7 @@ run_version()
 	VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v on $where ($p ok, $f failed, $k skipped)"
 }
 
-# Make chroot $1 for version $2 (suites $3): the base system, then the tree
+# Make chroot $1 for version $2: the base system, then the tree
 # as it is (uncommitted changes too, as on this system) and ../shared
 # beside it when there is one.  Its output goes to $RUNDIR/pgN-chroot.log.
 chroot_setup()
