@@ -41,8 +41,8 @@
 #              differently) on a private server
 #   isolation  the same for pg_isolation_regress over test/specs
 #   pgtap      pg_prove over test/pgtap/*.sql, a fresh database per file
-#   tap        make prove_installcheck: prove over test/t/*.pl
-#              (PostgreSQL::Test::Cluster), one file at a time; in a
+#   tap        make prove_installcheck: prove -j2 over test/t/*.pl
+#              (PostgreSQL::Test::Cluster), two files at a time; in a
 #              chroot, 060_major_upgrade.pl upgrades from this system's
 #              PostgreSQL 15 (skipped, and counted so, without one)
 #   docs       test/docs.sh: every sql block of README.md and docs/*.md in

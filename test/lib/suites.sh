@@ -355,37 +355,63 @@ edition_hash_corpus()
 	stop_server "$data"
 }
 
-# make prove_installcheck, one file at a time; each file's tmp_check (its
-# servers' logs) is moved to tap/NAME before the next one starts.
+# make prove_installcheck over test/t/*.pl, two files at a time (prove -j2:
+# PostgreSQL::Test::Cluster reserves each server's port under a lock, and
+# every file's servers have directories of their own), the slowest first so
+# that the two lanes end together.  One line per file, from prove's own
+# (--timer: its seconds); its servers' logs stay in tap/tmp_check.
+TAP_SLOWEST="012_worker_databases 030_replication 014_worker_load 020_crash 011_worker_signals"
 suite_tap()
 {
-	local n=0 f name dir t0
-	say "tap (make prove_installcheck: prove, test/t/)"
+	local f name files=() rest=() log=$WORK/tap.log line ms res failed=""
+	say "tap (make prove_installcheck: prove -j2, test/t/)"
 	as_postgres mkdir -p "$WORK/tap"
+	for name in $TAP_SLOWEST; do
+		[ -e "test/t/$name.pl" ] && files+=("test/t/$name.pl")
+	done
 	for f in test/t/*.pl; do
 		[ -e "$f" ] || continue
-		n=$((n + 1))
 		name=$(basename "$f" .pl)
-		dir=$WORK/tap/$name
 		if [ "$name" = 060_major_upgrade ] && [ "$PG_MAJOR" = "$OLD_MAJOR" ]; then
 			note "$name: $OLD_MAJOR is the oldest version, the one the others' runs upgrade from"
 			continue
 		fi
-		t0=$SECONDS
-		if run_logged "$dir.log" "${MAKE_PG[@]}" prove_installcheck PROVE_TESTS="$f"; then
-			if grep -q '\.\. skipped: ' "$dir.log"; then
-				skip "tap/$name ($(sed -n 's/.*\.\. skipped: //p' "$dir.log" | head -1))"
-			else
-				pass "tap/$name ($((SECONDS - t0)) s)"
-			fi
-		else
-			fail "tap/$name"
-			cat "$dir.log"
-			tail_logs "$WORK"/tmp_check/log/*
-		fi
-		[ -d "$WORK/tmp_check" ] && mv "$WORK/tmp_check" "$dir"
+		case " $TAP_SLOWEST " in *" $name "*) ;; *) rest+=("$f") ;; esac
 	done
-	[ "$n" -gt 0 ] || note "no test/t/*.pl: suite skipped"
+	files+=("${rest[@]}")
+	if [ "${#files[@]}" -eq 0 ]; then
+		note "no test/t/*.pl: suite skipped"
+		return
+	fi
+	run_logged "$log" "${MAKE_PG[@]}" prove_installcheck PROVE_TESTS="${files[*]}" PROVE_FLAGS="-j2 --timer"
+	for f in "${files[@]}"; do
+		name=$(basename "$f" .pl)
+		# "[hh:mm:ss] test/t/NAME.pl ....... ok    12345 ms ( ... )", or
+		# "... skipped: WHY", or a failure ("Dubious", "Failed 2/9 subtests")
+		line=$(grep -E "^(\[[0-9:]+\] )?$f \.+ " "$log" | tail -n 1)
+		res=${line#*"$f "}
+		res=$(printf '%s' "$res" | sed -E 's/^\.+ //')
+		case $res in
+		ok*)
+			ms=$(printf '%s' "$res" | sed -nE 's/^ok +([0-9]+) ms.*/\1/p')
+			pass "tap/$name (${ms:+$((ms / 1000)) s})"
+			;;
+		skipped:*) skip "tap/$name (${res#skipped: })" ;;
+		*)
+			fail "tap/$name"
+			failed=1
+			tail_logs "$WORK/tmp_check/log/regress_log_$name" "$WORK"/tmp_check/log/"$name"_*.log
+			;;
+		esac
+	done
+	if ! grep -qE '^Result: ' "$log"; then
+		fail "tap (prove did not finish)"
+		cat "$log"
+	elif [ -n "$failed" ]; then
+		# prove's own account of each failure
+		sed -n '/^Test Summary Report/,$p' "$log"
+	fi
+	[ -d "$WORK/tmp_check" ] && mv "$WORK/tmp_check" "$WORK/tap/tmp_check"
 }
 
 # examples/http needs Node.js with the pg and express modules.  Every machine
