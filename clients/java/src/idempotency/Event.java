@@ -4,11 +4,11 @@ import java.time.Duration;
 
 /**
  * One request's outcome, given to {@link IdempotencyFilter#onOutcome} once
- * its answer is sent.
+ * its answer is ready, just before it is sent.
  *
  * @param outcome   what happened
  * @param status    the HTTP status sent
- * @param elapsed   from the filter's start to the answer
+ * @param elapsed   from the filter's start to the answer, ready to send
  * @param claimTime the idem_claim call (zero when there was no claim)
  * @param key       the Idempotency-Key ("" when there was none)
  * @param scope     the scope ("" when not known yet)

@@ -150,7 +150,10 @@ public final class IdempotencyFilter extends Filter {
         return this;
     }
 
-    /** A callback per request with its outcome and timings (metrics, tracing); must not throw. */
+    /**
+     * A callback per request with its outcome and timings (metrics,
+     * tracing), called once the answer is ready, just before it is sent.
+     */
     public IdempotencyFilter onOutcome(Consumer<Event> f) {
         this.hook = Objects.requireNonNull(f);
         return this;
@@ -206,14 +209,14 @@ public final class IdempotencyFilter extends Filter {
         try {
             body = admit(ex, r);
         } catch (Problem p) {
-            p.send(ex);
             r.report(Event.Observed.REJECTED, p.status(), null);
+            p.send(ex);
             return;
         } catch (RuntimeException e) {
             e.printStackTrace();
             Problem p = new Problem(500, "Internal error", "The request was not processed.");
-            p.send(ex);
             r.report(Event.Observed.ERROR, p.status(), null);
+            p.send(ex);
             return;
         }
         claimAndRun(ex, chain, r, body);
@@ -325,8 +328,8 @@ public final class IdempotencyFilter extends Filter {
                 return;
             }
             endTransaction(claimed.tx);
-            sendStored(ex, claimed.status, text, false);
             r.report(ran, claimed.status, null);
+            sendStored(ex, claimed.status, text, false);
             return;
         }
         // the handler failed (or answered by itself): nothing is recorded
@@ -334,23 +337,18 @@ public final class IdempotencyFilter extends Filter {
             endTransaction(claimed.tx);
         if (r.committed)
             failRetryable(r, claim.token());
-        int status;
-        if (handlerAnswered) {
-            status = ex.getResponseCode();
+        if (handlerAnswered || clientGone) {
+            r.report(ran, handlerAnswered ? ex.getResponseCode() : 499, null);
             ex.close();
-        } else if (clientGone) {
-            status = 499;
-            ex.close();
-        } else {
-            if (failure == null) {
-                System.err.println("idempotency: the handler recorded no answer (Claimed.respond)");
-                failure = new Problem(500, "Internal error", "The request was not processed.");
-                ran = Event.Observed.ERROR;
-            }
-            status = failure.status();
-            failure.send(ex);
+            return;
         }
-        r.report(ran, status, null);
+        if (failure == null) {
+            System.err.println("idempotency: the handler recorded no answer (Claimed.respond)");
+            failure = new Problem(500, "Internal error", "The request was not processed.");
+            ran = Event.Observed.ERROR;
+        }
+        r.report(ran, failure.status(), null);
+        failure.send(ex);
     }
 
     private void failRetryable(Request r, long token) {
@@ -382,14 +380,14 @@ public final class IdempotencyFilter extends Filter {
     private void sendError(HttpExchange ex, Request r, SQLException e) throws IOException {
         Problem p = Problem.from(e);
         SQLException t = IdempotencyException.translate(e);
-        p.send(ex);
         r.report(observedFor(t), p.status(), t.getSQLState());
+        p.send(ex);
     }
 
     private void answerExisting(HttpExchange ex, Request r, Idempotency.Claim claim) throws IOException {
         if (claim.outcome() == Idempotency.Outcome.REPLAY) {
-            sendStored(ex, claim.responseCode(), claim.response(), true);
             r.report(Event.Observed.REPLAY, claim.responseCode(), null);
+            sendStored(ex, claim.responseCode(), claim.response(), true);
             return;
         }
         Duration d = claim.retryAfter();
@@ -398,8 +396,8 @@ public final class IdempotencyFilter extends Filter {
             claim.outcome() == Idempotency.Outcome.STALE
                 ? "An earlier attempt stopped midway; an operator must settle it."
                 : "Retry after the time in Retry-After.").header("Retry-After", Long.toString(after));
-        p.send(ex);
         r.report(Event.Observed.IN_PROGRESS, 409, null);
+        p.send(ex);
     }
 
     /** A body as PostgreSQL stored it (jsonb text): the same bytes on every replay. */
