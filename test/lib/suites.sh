@@ -489,18 +489,51 @@ build_go_example()
 		GOCACHE="$WORK/gocache" go build -o "$WORK/bin/payments-go" .
 }
 
+# Builds the Java library clients/java into $WORK/java/idempotency-0.4.0.jar
+# (javac -Werror, then jar with its manifest) and compiles its JUnit 5 tests
+# (Debian's junit5) into $WORK/java/test-classes.
+build_java_client()
+{
+	local dir=$WORK/java
+	rm -rf "$dir" && mkdir -p "$dir/classes" "$dir/test-classes" || return 1
+	# shellcheck disable=SC2046 # the file names have no spaces
+	javac -Xlint:all,-serial -Werror -d "$dir/classes" -cp /usr/share/java/postgresql.jar \
+		$(find "$WORK/clients/java/src" -name '*.java') &&
+		jar --create --file "$dir/idempotency-0.4.0.jar" --manifest "$WORK/clients/java/MANIFEST.MF" \
+			-C "$dir/classes" . &&
+		javac -Xlint:all,-serial -Werror -d "$dir/test-classes" \
+			-cp "$dir/idempotency-0.4.0.jar:/usr/share/java/postgresql.jar:/usr/share/java/junit-jupiter-api.jar:/usr/share/java/apiguardian-api.jar" \
+			$(find "$WORK/clients/java/test" -name '*.java')
+}
+
 # Builds examples/java with javac (Debian's JDK and PostgreSQL JDBC driver)
-# and runs its JUnit 5 tests (Debian's junit5) against database $1.
+# against the library's jar (build_java_client) into $WORK/java-classes.
 build_java_example()
 {
 	apt_install default-jdk-headless libpostgresql-jdbc-java junit5 || return 1
-	rm -rf "$WORK/java-classes" "$WORK/java-test-classes"
+	build_java_client || return 1
+	rm -rf "$WORK/java-classes"
 	# shellcheck disable=SC2046 # the file names have no spaces
-	javac -Xlint:all,-serial -Werror -d "$WORK/java-classes" -cp /usr/share/java/postgresql.jar \
-		$(find "$WORK/examples/java/src" -name '*.java') &&
-		javac -Xlint:all,-serial -Werror -d "$WORK/java-test-classes" \
-			-cp "$WORK/java-classes:/usr/share/java/postgresql.jar:/usr/share/java/junit-jupiter-api.jar:/usr/share/java/apiguardian-api.jar" \
-			$(find "$WORK/examples/java/test" -name '*.java')
+	javac -Xlint:all,-serial -Werror -d "$WORK/java-classes" \
+		-cp "$WORK/java/idempotency-0.4.0.jar:/usr/share/java/postgresql.jar" \
+		$(find "$WORK/examples/java/src" -name '*.java')
+}
+
+# The Java library's JUnit 5 tests (the jar on the class path) against
+# database $2 on port $1, as the service role.
+test_java_client()
+{
+	if run_logged "$WORK/http_java_junit.log" env PGHOST=127.0.0.1 PGPORT="$1" \
+		PGUSER=payments_service PGDATABASE="$2" \
+		java -jar /usr/share/java/junit-platform-console-standalone.jar --disable-banner \
+		--disable-ansi-colors --details=tree --fail-if-no-tests \
+		-cp "$WORK/java/idempotency-0.4.0.jar:$WORK/java/test-classes:/usr/share/java/postgresql.jar" \
+		--scan-classpath "$WORK/java/test-classes"; then
+		pass "http/java/junit ($(grep -Eo '[0-9]+ tests successful' "$WORK/http_java_junit.log"), clients/java)"
+	else
+		fail "http/java/junit"
+		cat "$WORK/http_java_junit.log"
+	fi
 }
 
 # The three example services (examples/http Node.js, examples/go,
@@ -546,7 +579,7 @@ suite_http()
 				tail_logs "$WORK/build_java.log"
 				continue
 			fi
-			cmd='["java", "-Xss512k", "-cp", "'"$WORK"'/java-classes:/usr/share/java/postgresql.jar", "payments.PaymentsServer"]'
+			cmd='["java", "-Xss512k", "-cp", "'"$WORK"'/java-classes:'"$WORK"'/java/idempotency-0.4.0.jar:/usr/share/java/postgresql.jar", "payments.PaymentsServer"]'
 			;;
 		esac
 		if ! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
@@ -557,19 +590,7 @@ suite_http()
 			cat "$WORK/http_$db.log"
 			continue
 		fi
-		if [ "$svc" = java ]; then
-			if run_logged "$WORK/http_java_junit.log" env PGHOST=127.0.0.1 PGPORT="$port" \
-				PGUSER=payments_service PGDATABASE="$db" \
-				java -jar /usr/share/java/junit-platform-console-standalone.jar --disable-banner \
-				--disable-ansi-colors --details=tree --fail-if-no-tests \
-				-cp "$WORK/java-classes:$WORK/java-test-classes:/usr/share/java/postgresql.jar" \
-				--scan-classpath "$WORK/java-test-classes"; then
-				pass "http/java/junit ($(grep -Eo '[0-9]+ tests successful' "$WORK/http_java_junit.log"))"
-			else
-				fail "http/java/junit"
-				cat "$WORK/http_java_junit.log"
-			fi
-		fi
+		[ "$svc" != java ] || test_java_client "$port" "$db"
 		for f in examples/conformance/*.test.js; do
 			name=$(basename "$f" .test.js)
 			log=$WORK/http_${svc}_$name

@@ -96,6 +96,31 @@ public final class Idempotency {
         call(c, "SELECT idem_complete(?, ?, ?::jsonb, ?, ?)", key, responseCode, responseJson, scope, token);
     }
 
+    /**
+     * idem_complete, returning the response as PostgreSQL's jsonb text: the
+     * bytes a replay of this key gets, to send as the first answer too.
+     */
+    public static String completeReturningText(Connection c, String key, int responseCode, String responseJson,
+                                               String scope, Long token) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT idem_complete(?, ?, ?::jsonb, ?, ?), ?::jsonb::text")) {
+            ps.setString(1, key);
+            ps.setInt(2, responseCode);
+            ps.setString(3, responseJson);
+            ps.setString(4, scope);
+            if (token == null)
+                ps.setNull(5, Types.BIGINT);
+            else
+                ps.setLong(5, token);
+            ps.setString(6, responseJson);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getString(2);
+            }
+        } catch (SQLException e) {
+            throw IdempotencyException.translate(e);
+        }
+    }
+
     /** idem_fail.  retryable: the next claim takes the key over (RECLAIMED). */
     public static void fail(Connection c, String key, String scope, Long token, Integer responseCode,
                             String responseJson, boolean retryable) throws SQLException {

@@ -1,4 +1,4 @@
-package payments;
+package idempotency;
 
 import java.math.BigDecimal;
 import java.util.ArrayList;
@@ -12,13 +12,13 @@ import java.util.Map;
  * jsonb), arrays ArrayList, numbers BigDecimal, plus String, Boolean and
  * JSON null as {@link #NULL}.
  */
-final class Json {
-    static final Object NULL = new Object() {
+public final class Json {
+    public static final Object NULL = new Object() {
         @Override
         public String toString() { return "null"; }
     };
 
-    static final class SyntaxError extends Exception {
+    public static final class SyntaxError extends Exception {
         SyntaxError(String message) { super(message); }
     }
 
@@ -28,7 +28,7 @@ final class Json {
 
     private Json(String s) { this.s = s; }
 
-    static Object parse(String text) throws SyntaxError {
+    public static Object parse(String text) throws SyntaxError {
         Json p = new Json(text);
         p.ws();
         Object v = p.value();
@@ -167,7 +167,7 @@ final class Json {
     }
 
     /** s as a JSON string literal. */
-    static String quote(String v) {
+    public static String quote(String v) {
         StringBuilder b = new StringBuilder("\"");
         for (char ch : v.toCharArray()) {
             switch (ch) {

@@ -1,4 +1,4 @@
-package payments;
+package idempotency;
 
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -13,20 +13,21 @@ import java.util.concurrent.TimeUnit;
  * pool (HikariCP) in production; this one keeps the example free of
  * downloads.  A connection handed back in a transaction or broken is closed.
  */
-final class ConnectionPool {
+public final class ConnectionPool implements ConnectionSource {
     private final String url;
     private final Properties props;
     private final Semaphore permits;
     private final ConcurrentLinkedDeque<Connection> idle = new ConcurrentLinkedDeque<>();
 
-    ConnectionPool(String url, Properties props, int size) {
+    /** At most size connections to url (a jdbc:postgresql: URL) with props (user, password...). */
+    public ConnectionPool(String url, Properties props, int size) {
         this.url = url;
         this.props = props;
         this.permits = new Semaphore(size, true);
     }
 
-    /** A connection in autocommit mode; give it back with {@link #release}. */
-    Connection borrow() throws SQLException {
+    @Override
+    public Connection borrow() throws SQLException {
         try {
             if (!permits.tryAcquire(60, TimeUnit.SECONDS))
                 throw new SQLException("no database connection free for 60 s", "53300");
@@ -48,7 +49,8 @@ final class ConnectionPool {
         }
     }
 
-    void release(Connection c) {
+    @Override
+    public void release(Connection c) {
         try {
             if (!c.isClosed() && c.getAutoCommit())
                 idle.addFirst(c);

@@ -1,0 +1,132 @@
+package idempotency;
+
+import com.sun.net.httpserver.HttpExchange;
+import java.sql.Connection;
+import java.sql.SQLException;
+
+/**
+ * The claim behind a request that {@link IdempotencyFilter} let through to
+ * its handler: {@code Claimed.of(exchange)}.  The handler does its work in
+ * {@link #transaction()} and ends with {@link #respond}; the filter then
+ * completes the key in that transaction, commits and sends the stored text.
+ * A handler that throws {@link Problem} (or answers by itself) has failed:
+ * the filter rolls the transaction back (the key is free again) or, for a
+ * committed claim, records it failed and retryable.
+ */
+public final class Claimed {
+    /** The exchange attribute holding the claim. */
+    public static final String ATTRIBUTE = "idempotency.claimed";
+
+    private final String key;
+    private final String scope;
+    private final String body;
+    private final Idempotency.Claim claim;
+    private final boolean committed;
+    private final ConnectionSource connections;
+    private final Heartbeats.Handle heartbeat;
+    Connection tx;
+    Integer status;
+    String response;
+
+    Claimed(String key, String scope, String body, Idempotency.Claim claim, boolean committed,
+            ConnectionSource connections, Connection tx, Heartbeats.Handle heartbeat) {
+        this.key = key;
+        this.scope = scope;
+        this.body = body;
+        this.claim = claim;
+        this.committed = committed;
+        this.connections = connections;
+        this.tx = tx;
+        this.heartbeat = heartbeat;
+    }
+
+    /** The request's claim; IllegalStateException when the filter is not in front of the handler. */
+    public static Claimed of(HttpExchange ex) {
+        if (ex.getAttribute(ATTRIBUTE) instanceof Claimed c)
+            return c;
+        throw new IllegalStateException("no IdempotencyFilter in front of this handler");
+    }
+
+    public String key() {
+        return key;
+    }
+
+    public String scope() {
+        return scope;
+    }
+
+    /** The request body (JSON, already checked). */
+    public String body() {
+        return body;
+    }
+
+    /** NEW or RECLAIMED. */
+    public Idempotency.Outcome outcome() {
+        return claim.outcome();
+    }
+
+    public long token() {
+        return claim.token();
+    }
+
+    /** Claimed committed, with a lease (work outside the database). */
+    public boolean isCommitted() {
+        return committed;
+    }
+
+    /** What an earlier attempt recorded with {@link #checkpoint} (RECLAIMED), or null. */
+    public String recoveryPoint() {
+        return claim.recoveryPoint();
+    }
+
+    /** True once a heartbeat found the committed claim taken over: stop, the other attempt answers. */
+    public boolean isLost() {
+        return heartbeat != null && heartbeat.lost();
+    }
+
+    /**
+     * The transaction the key is completed in: the claim's own (default
+     * mode), or for a committed claim one begun at the first call (the key is
+     * then completed with its token, fenced).  Do not commit it.
+     */
+    public Connection transaction() throws SQLException {
+        if (tx == null) {
+            Connection c = connections.borrow();
+            try {
+                c.setAutoCommit(false);
+            } catch (SQLException e) {
+                connections.release(c);
+                throw e;
+            }
+            tx = c;
+        }
+        return tx;
+    }
+
+    /**
+     * Records a recovery point (idem_checkpoint, fenced by the token: IK002
+     * when another attempt took the key over).  For a committed claim it is
+     * committed at once, on a connection of its own.
+     */
+    public void checkpoint(String point) throws SQLException {
+        if (!committed) {
+            Idempotency.checkpoint(transaction(), key, point, scope, claim.token());
+            return;
+        }
+        Connection c = connections.borrow();
+        try {
+            Idempotency.checkpoint(c, key, point, scope, claim.token());
+        } finally {
+            connections.release(c);
+        }
+    }
+
+    /**
+     * The answer to record and send: status and a JSON document.  The filter
+     * sends PostgreSQL's jsonb text of it, the bytes every replay gets.
+     */
+    public void respond(int status, String json) {
+        this.status = status;
+        this.response = json;
+    }
+}
