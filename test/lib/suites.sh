@@ -482,7 +482,8 @@ build_java_example()
 # (examples/conformance/*.test.js, node --test): each service in a database
 # of its own, set up by examples/db/schema.sql and used as a login role with
 # only the grants that script gives.  One line per service and test file.
-# Beside them, the Node.js service against the SQL edition (http_edition_start).
+# Before them, the Node.js library's own tests (http_node_library).  Beside
+# them, the Node.js service against the SQL edition (http_edition_start).
 suite_http()
 {
 	local port svc db cmd f name log
