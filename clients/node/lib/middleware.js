@@ -117,13 +117,14 @@ class Claim {
     await client.checkpoint(db, s.key, point, s.scope, s.claim.token);
   }
 
-  // Records the answer (status, JSON text or an object) with the key in the
+  // Records the answer (status, JSON text, an object, or null for none) with the key in the
   // claim's transaction, commits, and sends it as PostgreSQL stored it.  A
   // failure of either is answered (and reported) here: this never rejects.
   async respond(status, json) {
     const s = this._s;
     if (!this._begin()) return;
-    const text = typeof json === 'string' ? json : JSON.stringify(json);
+    // null: no body (stored as SQL NULL, replayed without one)
+    const text = json === null || json === undefined || typeof json === 'string' ? json ?? null : JSON.stringify(json);
     let stored;
     try {
       const db = await this._tx();

@@ -259,3 +259,18 @@ test('committed claim: a duplicate waits for the result (awaitResult) and gets t
   assert.equal(b.headers.get('idempotent-replayed'), 'true');
   assert.deepEqual(events.map((e) => e.outcome).sort(), ['new', 'replay']);
 });
+
+test('respond without a body (null): the answer and its replay have none', async () => {
+  const { base } = await app({ scope: () => 'mw-empty' }, (req) => req.idempotency.respond(204, null));
+  const key = newKey();
+  const first = await post(base, { key, body: { order: 'x', amount: 1 } });
+  assert.equal(first.status, 204);
+  assert.equal(first.text, '');
+  const again = await post(base, { key, body: { order: 'x', amount: 1 } });
+  assert.equal(again.status, 204);
+  assert.equal(again.text, '');
+  assert.equal(again.headers.get('idempotent-replayed'), 'true');
+  const row = await keyRow(pool, key, 'mw-empty');
+  assert.equal(row.status, 'completed');
+  assert.equal(row.response_code, 204);
+});
