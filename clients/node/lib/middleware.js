@@ -1,0 +1,416 @@
+'use strict';
+// The Idempotency-Key middleware, for Express (4 and 5) or any
+// (req, res, next) stack on node:http.  For each request it
+//  1. requires the Idempotency-Key header (400), an application/json body
+//     (415) of at most maxBody bytes (413) that is JSON (400), and whatever
+//     validate says (422 usually), before anything is claimed: a rejected
+//     request leaves no key behind;
+//  2. takes the scope from the function it was given (the authenticated
+//     caller; by default req.idempotencyScope, set by an authentication
+//     middleware, else ''), or from a header only when told to
+//     (scopeFromHeader), and claims the key: idem_claim(key, body, scope)
+//     in a transaction that the handler then works in (default), or
+//     committed at once with a lease and a fencing token (committed(req):
+//     work outside the database), with heartbeats on their own pool;
+//  3. answers a replay with the stored status and bytes and
+//     Idempotent-Replayed: true, a request in flight with 409 + Retry-After,
+//     a key used with another body with 422;
+//  4. otherwise calls the handler with req.idempotency (a Claim), which
+//     works in claim.tx() and answers with claim.respond(status, json): the
+//     key is completed in that transaction, committed, and the response
+//     sent as PostgreSQL stored it (jsonb text), so the first answer and
+//     every replay are the same bytes.  claim.fail() answers a failure
+//     (rolled back, or recorded failed and retryable), claim.error(err) a
+//     database error.
+
+const client = require('./client');
+const { IdempotencyError } = client;
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
+
+function send(res, status, contentType, body, headers = {}) {
+  if (res.headersSent) return;
+  res.statusCode = status;
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  if (body === null) return res.end();
+  res.setHeader('Content-Type', contentType);
+  return res.end(body);
+}
+
+// An application/problem+json answer (RFC 9457).
+function sendProblem(res, status, title, detail, headers = {}) {
+  send(res, status, PROBLEM_TYPE, JSON.stringify({ type: 'about:blank', title, status, detail }), headers);
+}
+
+// A stored answer: the body is text produced by PostgreSQL (jsonb output).
+function sendStored(res, status, text, replayed) {
+  send(res, status, JSON_TYPE, text, replayed ? { 'Idempotent-Replayed': 'true' } : {});
+}
+
+const elapsedMs = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
+
+// A problem the configuration's functions (scope, validate) may answer with.
+function asProblem(p, fallbackStatus, fallbackTitle) {
+  if (typeof p === 'string') return { status: fallbackStatus, title: fallbackTitle, detail: p };
+  return { status: p.status || fallbackStatus, title: p.title || fallbackTitle, detail: p.detail || '' };
+}
+
+function option(value, fallback, name, min) {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min)
+    throw new TypeError(`pg-idempotency: ${name} must be a number >= ${min}, not ${value}`);
+  return value;
+}
+
+// What the handler of a claimed request gets as req.idempotency.
+class Claim {
+  constructor(state) {
+    this._s = state;
+  }
+
+  get key() { return this._s.key; }
+  get scope() { return this._s.scope; }
+  // 'new' or 'reclaimed'
+  get outcome() { return this._s.claim.outcome; }
+  get token() { return this._s.claim.token; }
+  get committed() { return this._s.committed; }
+  // What an earlier attempt recorded with checkpoint() (a reclaimed claim), or null.
+  get recoveryPoint() { return this._s.claim.recoveryPoint; }
+  // The request body: parsed, and as received.
+  get body() { return this._s.body; }
+  get rawBody() { return this._s.rawBody; }
+  // True once a heartbeat found the claim taken over (IK002 / IK003).
+  get lost() { return this._s.lost; }
+  get settled() { return this._s.settled; }
+
+  // The claim's transaction, a pg client: the work and the key commit
+  // together.  A committed claim begins one at the first call, on a pool
+  // connection, in which respond() then completes the key with its token.
+  async tx() {
+    if (this._s.settled) throw new Error('pg-idempotency: the claim was answered already');
+    return this._tx();
+  }
+
+  async _tx() {
+    const s = this._s;
+    if (!s.db) {
+      const db = await s.cfg.pool.connect();
+      try {
+        await db.query('BEGIN');
+      } catch (err) {
+        db.release(err);
+        throw IdempotencyError.from(err);
+      }
+      s.db = db;
+    }
+    return s.db;
+  }
+
+  // Records a recovery point (fenced by the token): a claim that takes the
+  // key over later finds it in recoveryPoint.  IK002 when the key was taken
+  // over meanwhile.
+  async checkpoint(point) {
+    const s = this._s;
+    if (s.settled) throw new Error('pg-idempotency: the claim was answered already');
+    const db = s.committed ? s.cfg.pool : await this._tx();
+    await client.checkpoint(db, s.key, point, s.scope, s.claim.token);
+  }
+
+  // Records the answer (status, JSON text, an object, or null for none) with the key in the
+  // claim's transaction, commits, and sends it as PostgreSQL stored it.  A
+  // failure of either is answered (and reported) here: this never rejects.
+  async respond(status, json) {
+    const s = this._s;
+    if (!this._begin()) return;
+    // null: no body (stored as SQL NULL, replayed without one)
+    const text = json === null || json === undefined || typeof json === 'string' ? json ?? null : JSON.stringify(json);
+    let stored;
+    try {
+      const db = await this._tx();
+      const r = await db.query('SELECT idem_complete($1, $2, $3::jsonb, $4, $5::bigint), $3::jsonb::text AS response',
+        [s.key, status, text, s.scope, s.committed ? s.claim.token : null]);
+      await db.query('COMMIT');
+      stored = r.rows[0].response;
+      this._release();
+    } catch (err) {
+      return this._failWith(IdempotencyError.from(err));
+    }
+    sendStored(s.res, status, stored, false);
+    s.report(s.claim.outcome, status, null);
+  }
+
+  // A failed attempt, answered with a problem: the transaction is rolled
+  // back (the key is free again) or, for a committed claim, the attempt is
+  // recorded failed and retryable (the next request takes the key over and
+  // finds the recovery point).  Reported with the claim's outcome.
+  async fail({ status = 500, title = 'Internal error', detail = 'The request was not processed.', headers = {} } = {}) {
+    const s = this._s;
+    if (!this._begin()) return;
+    await this._undo();
+    sendProblem(s.res, status, title, detail, headers);
+    s.report(s.claim.outcome, status, null);
+  }
+
+  // An error (a database error of the handler's work, IK002 of a
+  // checkpoint): undone as fail() does, answered with the error's problem
+  // and status (500 for anything but the extension's SQLSTATEs, logged, the
+  // detail without SQL), reported 'error'.
+  async error(err) {
+    if (!this._begin()) return;
+    return this._failWith(IdempotencyError.from(err));
+  }
+
+  _begin() {
+    if (this._s.settled) return false;
+    this._s.settled = true;
+    clearInterval(this._s.beat);
+    return true;
+  }
+
+  _release(err) {
+    const s = this._s;
+    if (s.db) {
+      s.db.release(err);
+      s.db = null;
+    }
+  }
+
+  async _undo() {
+    const s = this._s;
+    if (s.db) {
+      const bad = await s.db.query('ROLLBACK').then(() => undefined, (err) => err);
+      this._release(bad);
+    }
+    if (s.committed && !s.lost)
+      await client.fail(s.cfg.pool, s.key, s.scope, s.claim.token).catch((err) => {
+        if (err.kind !== 'stale_token' && err.kind !== 'not_processing')
+          s.cfg.log.error('pg-idempotency: idem_fail failed:', err.message);
+      });
+  }
+
+  async _failWith(e) {
+    const s = this._s;
+    if (e.status === 500) s.cfg.log.error('pg-idempotency: request failed:', e.cause || e);
+    await this._undo();
+    answerError(s.res, e);
+    s.report('error', e.status, e.code);
+  }
+
+  // Settles a claim whose handler answered without respond/fail/error:
+  // undone as fail() does.
+  async _abandon() {
+    const s = this._s;
+    if (!this._begin()) return;
+    await this._undo();
+    s.report(s.claim.outcome, s.res.headersSent ? s.res.statusCode : 500, null);
+  }
+}
+
+function answerError(res, e) {
+  const p = e.problem();
+  sendProblem(res, p.status, p.title, p.detail, e.retryAfter ? { 'Retry-After': String(e.retryAfter) } : {});
+}
+
+// Reads the body (Content-Type, size, JSON) and calls back with
+// { body, rawBody } or { problem }.
+function readBody(req, maxBody, done) {
+  const type = req.headers['content-type'] || '';
+  if (!/^application\/json\s*(;|$)/i.test(type))
+    return done({ problem: { status: 415, title: 'Unsupported Content-Type', detail: 'Send the request as application/json.' } });
+  const chunks = [];
+  let size = 0;
+  req.on('data', (chunk) => {
+    size += chunk.length;
+    if (size <= maxBody) chunks.push(chunk);
+  });
+  req.on('error', () => {});
+  req.on('end', () => {
+    if (size > maxBody)
+      return done({ problem: { status: 413, title: 'Body too large', detail: `At most ${maxBody} bytes.` } });
+    const text = Buffer.concat(chunks).toString('utf8');
+    let body;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return done({ problem: { status: 400, title: 'Malformed JSON', detail: 'The body is not valid JSON.' } });
+    }
+    return done({ body, rawBody: text });
+  });
+}
+
+// The middleware.  Options (only pool is required):
+//   pool             pg Pool for claims and the handler's work
+//   heartbeatPool    pg Pool of its own for heartbeats (default: pool; give
+//                    one: with the request pool busy, leases would lapse)
+//   scope(req)       the scope of the request's keys, from the
+//                    authenticated caller (string, or a promise of one;
+//                    throw {status, title, detail} to refuse); default
+//                    req.idempotencyScope, else ''
+//   scopeFromHeader  a header to read the scope from (absent: ''): only
+//                    where the header is trusted
+//   validate(body)   checks the parsed body before the claim: null, or a
+//                    string (422 'Invalid request'), or {status, title, detail}
+//   committed(req)   true: claim committed, with a lease (work outside the database)
+//   lease            seconds (30); heartbeatEvery seconds (lease / 3)
+//   waitForDuplicates  true (default): a duplicate waits for the first
+//                    transaction; false: 409 at once
+//   awaitResult      seconds (3): a duplicate of a committed claim in flight
+//                    waits this long for its result, then 409
+//   maxBody          bytes (64 KiB)
+//   onOutcome(event) called once per request: { outcome, status, key,
+//                    scope, committed, sqlstate, elapsed, claimElapsed }
+//   log              where errors go (console)
+function idempotency(options = {}) {
+  if (!options.pool || typeof options.pool.connect !== 'function')
+    throw new TypeError('pg-idempotency: options.pool must be a pg Pool');
+  if (options.scope && options.scopeFromHeader)
+    throw new TypeError('pg-idempotency: give scope or scopeFromHeader, not both');
+  const lease = option(options.lease, 30, 'lease', 1);
+  const cfg = {
+    pool: options.pool,
+    heartbeatPool: options.heartbeatPool || options.pool,
+    lease,
+    heartbeatEvery: option(options.heartbeatEvery, lease / 3, 'heartbeatEvery', 0.01),
+    wait: options.waitForDuplicates !== false,
+    awaitResult: option(options.awaitResult, 3, 'awaitResult', 0),
+    maxBody: option(options.maxBody, 64 * 1024, 'maxBody', 0),
+    validate: options.validate || null,
+    committed: options.committed || null,
+    onOutcome: options.onOutcome || null,
+    log: options.log || console,
+  };
+  const header = options.scopeFromHeader ? String(options.scopeFromHeader).toLowerCase() : null;
+  const scopeOf = header
+    ? (req) => req.headers[header] ?? ''
+    : options.scope || ((req) => req.idempotencyScope ?? '');
+
+  return function idempotencyMiddleware(req, res, next) {
+    const t0 = process.hrtime.bigint();
+    const key = req.headers['idempotency-key'];
+    const state = {
+      cfg, req, res, key: typeof key === 'string' ? key : '', scope: '', committed: false,
+      claim: null, claimElapsed: null, db: null, beat: null, lost: false, settled: false,
+    };
+    state.report = (outcome, status, sqlstate) => {
+      if (!cfg.onOutcome) return;
+      try {
+        cfg.onOutcome({
+          outcome, status, key: state.key, scope: state.scope, committed: state.committed,
+          sqlstate: sqlstate || null, elapsed: elapsedMs(t0), claimElapsed: state.claimElapsed,
+        });
+      } catch (err) {
+        cfg.log.error('pg-idempotency: onOutcome failed:', err);
+      }
+    };
+    const reject = (p) => {
+      sendProblem(res, p.status, p.title, p.detail);
+      state.report('rejected', p.status, null);
+    };
+    if (state.key === '')
+      return reject({ status: 400, title: 'Idempotency-Key header missing',
+        detail: `${req.method} ${(req.originalUrl || req.url).split('?')[0]} needs an Idempotency-Key header.` });
+    readBody(req, cfg.maxBody, (read) => {
+      if (read.problem) return reject(read.problem);
+      Promise.resolve()
+        .then(() => {
+          if (cfg.validate) {
+            const wrong = cfg.validate(read.body);
+            if (wrong) throw Object.assign(new Error('invalid'), { problem: asProblem(wrong, 422, 'Invalid request') });
+          }
+          return scopeOf(req);
+        })
+        .then((scope) => {
+          if (typeof scope !== 'string')
+            throw Object.assign(new Error('scope'), { problem: { status: 400, title: 'Invalid scope', detail: 'The scope must be a string.' } });
+          state.scope = scope;
+          state.committed = Boolean(cfg.committed && cfg.committed(req));
+          return claimAndRun(state, read, next);
+        }, (err) => {
+          if (err && err.problem) return reject(err.problem);
+          if (err && typeof err.status === 'number' && err.title)
+            return reject(asProblem(err, err.status, err.title));
+          cfg.log.error('pg-idempotency: scope or validate failed:', err);
+          sendProblem(res, 500, 'Internal error', 'The request was not processed.');
+          state.report('error', 500, null);
+        });
+    });
+  };
+}
+
+async function claimAndRun(state, read, next) {
+  const { cfg, req, res } = state;
+  let db = null;
+  let claim;
+  const c0 = process.hrtime.bigint();
+  try {
+    if (state.committed) {
+      // committed at once: a duplicate of a request at its remote call
+      // waits for its result (await_result) and gets the first answer
+      claim = await client.claim(cfg.pool, state.key, read.rawBody, state.scope,
+        { lease: cfg.lease, wait: true, awaitResult: cfg.awaitResult });
+    } else {
+      db = await cfg.pool.connect();
+      await db.query('BEGIN');
+      claim = await client.claim(db, state.key, read.rawBody, state.scope,
+        { lease: cfg.lease, wait: cfg.wait, awaitResult: 0 });
+    }
+  } catch (err) {
+    state.claimElapsed = elapsedMs(c0);
+    const e = IdempotencyError.from(err);
+    if (db) {
+      const bad = await db.query('ROLLBACK').then(() => undefined, (x) => x);
+      db.release(bad);
+    }
+    if (e.status === 500) cfg.log.error('pg-idempotency: claim failed:', e.cause || e);
+    answerError(res, e);
+    return state.report(e.kind === 'request_mismatch' ? 'mismatch' : 'error', e.status, e.code);
+  }
+  state.claimElapsed = elapsedMs(c0);
+  if (claim.outcome !== 'new' && claim.outcome !== 'reclaimed') {
+    if (db) {
+      const bad = await db.query('COMMIT').then(() => undefined, (x) => x);
+      db.release(bad);
+      if (bad) {
+        const e = IdempotencyError.from(bad);
+        answerError(res, e);
+        return state.report('error', e.status, e.code);
+      }
+    }
+    if (claim.outcome === 'replay') {
+      sendStored(res, claim.responseCode, claim.response, true);
+      return state.report('replay', claim.responseCode, null);
+    }
+    // in_progress, or stale (idempotency.stale_policy = 'hold')
+    sendProblem(res, 409, 'A request with this Idempotency-Key is being processed',
+      claim.outcome === 'stale'
+        ? 'An earlier attempt stopped midway; an operator must settle it.'
+        : 'Retry after the time in Retry-After.',
+      { 'Retry-After': String(Math.max(1, claim.retryAfter || 1)) });
+    return state.report('in_progress', 409, null);
+  }
+  state.claim = claim;
+  state.db = db;
+  state.body = read.body;
+  state.rawBody = read.rawBody;
+  if (state.committed) {
+    state.beat = setInterval(() => {
+      client.heartbeat(cfg.heartbeatPool, state.key, state.scope, claim.token, cfg.lease).catch((err) => {
+        if (err.kind === 'stale_token' || err.kind === 'not_processing') state.lost = true;
+        else cfg.log.error('pg-idempotency: heartbeat failed:', err.message);
+      });
+    }, cfg.heartbeatEvery * 1000);
+  }
+  const handle = new Claim(state);
+  req.idempotency = handle;
+  req.body = read.body;
+  // A handler that answered some other way (or an error handler did): the
+  // claim is settled all the same.  A client that went away before any
+  // answer changes nothing: the handler's work goes on and settles it.
+  res.on('close', () => {
+    if (res.headersSent) handle._abandon().catch((err) => cfg.log.error('pg-idempotency:', err));
+  });
+  next();
+}
+
+module.exports = { idempotency, Claim, sendProblem };

@@ -1,0 +1,276 @@
+'use strict';
+// The Express middleware against a real server: the checks before any
+// claim, new and replay (the same bytes), mismatch, scope, failures rolled
+// back or recorded retryable, committed claims with recovery points, 409
+// for a request in flight, and the onOutcome hook.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { idempotency } = require('..');
+const { newPool, newKey, serve, post, keyRow, paymentsFor, deferred } = require('./helpers');
+
+const pool = newPool(6);
+const heartbeatPool = newPool(1);
+test.after(() => Promise.all([pool.end(), heartbeatPool.end()]));
+
+const INSERT = `INSERT INTO payments (scope, order_id, amount) VALUES ($1, $2, $3)
+                RETURNING jsonb_build_object('payment_id', id, 'order', order_id, 'amount', amount)::text AS response`;
+
+// A payment handler: the payment in the claim's transaction, then respond.
+async function pay(req) {
+  const idem = req.idempotency;
+  try {
+    const db = await idem.tx();
+    const r = await db.query(INSERT, [idem.scope, idem.body.order, idem.body.amount]);
+    await idem.respond(201, r.rows[0].response);
+  } catch (err) {
+    await idem.error(err);
+  }
+}
+
+// The app with the middleware, and the outcomes it reported.
+async function app(options, handler = pay) {
+  const events = [];
+  const svc = await serve(idempotency({ pool, heartbeatPool, onOutcome: (e) => events.push(e), ...options }),
+    handler);
+  test.after(() => svc.close());
+  return { base: svc.base, events };
+}
+
+const problemOf = (r, status) => {
+  assert.equal(r.status, status, r.text);
+  assert.match(r.headers.get('content-type'), /^application\/problem\+json/);
+  assert.equal(r.json.status, status);
+  assert.equal(typeof r.json.title, 'string');
+};
+
+test('refused before any claim: no key 400, 415, 413, malformed JSON 400, validate 422; nothing claimed', async () => {
+  const validate = (body) => (Number.isInteger(body.amount) ? null : '"amount" must be an integer.');
+  const { base, events } = await app({ validate, maxBody: 1024, scope: () => 'mw-refused' });
+  const key = newKey();
+  problemOf(await post(base, { body: { order: 'x', amount: 1 } }), 400);
+  problemOf(await post(base, { key, body: 'order=x', contentType: 'text/plain' }), 415);
+  problemOf(await post(base, { key, body: { order: 'x'.repeat(2000), amount: 1 } }), 413);
+  problemOf(await post(base, { key, body: '{"order": ' }), 400);
+  const invalid = await post(base, { key, body: { order: 'x', amount: 'lots' } });
+  problemOf(invalid, 422);
+  assert.equal(invalid.json.detail, '"amount" must be an integer.');
+  assert.deepEqual(events.map((e) => [e.outcome, e.status]),
+    [['rejected', 400], ['rejected', 415], ['rejected', 413], ['rejected', 400], ['rejected', 422]]);
+  assert.equal(events[0].claimElapsed, null);
+  assert.equal(await keyRow(pool, key, 'mw-refused'), null);
+});
+
+test('new then replay: the same bytes, Idempotent-Replayed; another body 422; outcomes with timings', async () => {
+  const { base, events } = await app({ scope: (req) => req.get('X-Test-Tenant') });
+  const key = newKey();
+  const order = `o-${key}`;
+  const headers = { 'X-Test-Tenant': 'mw-replay' };
+  const first = await post(base, { key, headers, body: { order, amount: 3000 } });
+  assert.equal(first.status, 201, first.text);
+  assert.equal(first.headers.get('idempotent-replayed'), null);
+  assert.match(first.headers.get('content-type'), /^application\/json/);
+  const again = await post(base, { key, headers, body: `{"amount": 3000, "order": "${order}"}` });
+  assert.equal(again.status, 201);
+  assert.equal(again.headers.get('idempotent-replayed'), 'true');
+  assert.equal(again.text, first.text);
+  problemOf(await post(base, { key, headers, body: { order, amount: 3001 } }), 422);
+  assert.equal(await paymentsFor(pool, 'mw-replay', order), 1);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status, e.key, e.scope, e.committed]), [
+    ['new', 201, key, 'mw-replay', false], ['replay', 201, key, 'mw-replay', false],
+    ['mismatch', 422, key, 'mw-replay', false]]);
+  assert.equal(events[2].sqlstate, 'IK001');
+  for (const e of events) {
+    assert.equal(typeof e.elapsed, 'number');
+    assert.ok(e.elapsed >= e.claimElapsed && e.claimElapsed >= 0, JSON.stringify(e));
+  }
+});
+
+test('the scope comes from the authenticated caller, not from a Merchant-Id header unless told', async () => {
+  const key = newKey();
+  const order = `o-${key}`;
+  // default: req.idempotencyScope (an authentication middleware's), the header ignored
+  const auth = (req, res, next) => { req.idempotencyScope = 'mw-auth'; next(); };
+  const events = [];
+  const mw = idempotency({ pool, onOutcome: (e) => events.push(e) });
+  const svc = await serve((req, res, next) => auth(req, res, () => mw(req, res, next)), pay);
+  test.after(() => svc.close());
+  const a = await post(svc.base, { key, headers: { 'Merchant-Id': 'm1' }, body: { order, amount: 5 } });
+  const b = await post(svc.base, { key, headers: { 'Merchant-Id': 'm2' }, body: { order, amount: 5 } });
+  assert.equal(a.status, 201, a.text);
+  assert.equal(b.headers.get('idempotent-replayed'), 'true');
+  assert.deepEqual(events.map((e) => e.scope), ['mw-auth', 'mw-auth']);
+  // scopeFromHeader: each header value its own scope
+  const { base } = await app({ scopeFromHeader: 'Merchant-Id' });
+  const c = await post(base, { key, headers: { 'Merchant-Id': 'mw-h1' }, body: { order, amount: 5 } });
+  const d = await post(base, { key, headers: { 'Merchant-Id': 'mw-h2' }, body: { order, amount: 5 } });
+  assert.equal(c.status, 201);
+  assert.equal(d.status, 201);
+  assert.equal(d.headers.get('idempotent-replayed'), null);
+  assert.notEqual(c.text, d.text);
+  problemOf(await post(base, { key, headers: { 'Merchant-Id': 'x'.repeat(300) }, body: { order, amount: 5 } }), 400);
+  // a scope function that refuses
+  const refused = await app({ scope: () => { throw { status: 401, title: 'Unauthorized', detail: 'Log in.' }; } });
+  problemOf(await post(refused.base, { key, body: { order, amount: 5 } }), 401);
+  assert.deepEqual(refused.events.map((e) => e.outcome), ['rejected']);
+});
+
+test('a failed attempt in a transaction is rolled back: the key is free, the retry is new', async () => {
+  let failNext = true;
+  const { base, events } = await app({ scope: () => 'mw-fail' }, async (req) => {
+    const idem = req.idempotency;
+    const db = await idem.tx();
+    await db.query(INSERT, [idem.scope, idem.body.order, idem.body.amount]);
+    if (failNext) {
+      failNext = false;
+      return idem.fail({ status: 502, title: 'Upstream failed', detail: 'Retry.', headers: { 'Retry-After': '1' } });
+    }
+    const r = await db.query(INSERT, [idem.scope, idem.body.order, idem.body.amount]);
+    return idem.respond(201, r.rows[0].response);
+  });
+  const key = newKey();
+  const order = `o-${key}`;
+  const first = await post(base, { key, body: { order, amount: 7 } });
+  problemOf(first, 502);
+  assert.equal(first.headers.get('retry-after'), '1');
+  assert.equal(await keyRow(pool, key, 'mw-fail'), null);
+  assert.equal(await paymentsFor(pool, 'mw-fail', order), 0);
+  const retry = await post(base, { key, body: { order, amount: 7 } });
+  assert.equal(retry.status, 201, retry.text);
+  assert.equal(await paymentsFor(pool, 'mw-fail', order), 2);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['new', 502], ['new', 201]]);
+});
+
+test('a database error of the handler: its status (400 for a class 22), rolled back, reported error', async () => {
+  const { base, events } = await app({ scope: () => 'mw-error' }, async (req) => {
+    const idem = req.idempotency;
+    try {
+      await (await idem.tx()).query("SELECT 'not a number'::int");
+    } catch (err) {
+      await idem.error(err);
+    }
+  });
+  const key = newKey();
+  problemOf(await post(base, { key, body: { order: 'x', amount: 1 } }), 400);
+  assert.equal(await keyRow(pool, key, 'mw-error'), null);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status, e.sqlstate]), [['error', 400, '22P02']]);
+});
+
+test('a handler that answers on its own (an error handler) leaves no claim behind', async () => {
+  // next(err), as Express 5 does with a rejected promise (Express 4 does not)
+  const { base, events } = await app({ scope: () => 'mw-abandon' }, (req, res, next) => {
+    req.idempotency.tx()
+      .then((db) => db.query(INSERT, ['mw-abandon', 'thrown', 1]))
+      .then(() => { throw new Error('boom'); })
+      .catch(next);
+  });
+  const key = newKey();
+  const r = await post(base, { key, body: { order: 'thrown', amount: 1 } });
+  assert.equal(r.status, 500);
+  assert.equal(r.text, 'handler failed');
+  // settled on the response's close: wait for the report
+  for (let i = 0; i < 200 && events.length === 0; i++) await new Promise((s) => setTimeout(s, 25));
+  assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['new', 500]]);
+  assert.equal(await keyRow(pool, key, 'mw-abandon'), null);
+});
+
+test('committed claim: 409 + Retry-After while in flight, recorded failed, reclaimed at the recovery point', async () => {
+  const held = deferred();
+  const arrived = deferred();
+  let attempt = 0;
+  const seen = [];
+  const { base, events } = await app({
+    scope: () => 'mw-card', committed: () => true, lease: 30, heartbeatEvery: 0.05, awaitResult: 0,
+  }, async (req) => {
+    const idem = req.idempotency;
+    attempt += 1;
+    seen.push([idem.outcome, idem.recoveryPoint, idem.committed]);
+    try {
+      if (attempt === 1) {
+        await idem.checkpoint('step-1');
+        arrived.resolve();
+        await held.promise;
+        return idem.fail({ status: 502, title: 'Remote failed', detail: 'Retry.', headers: { 'Retry-After': '1' } });
+      }
+      const r = await (await idem.tx()).query(INSERT, [idem.scope, idem.body.order, idem.body.amount]);
+      return idem.respond(201, r.rows[0].response);
+    } catch (err) {
+      return idem.error(err);
+    }
+  });
+  const key = newKey();
+  const order = `o-${key}`;
+  const first = post(base, { key, body: { order, amount: 9 } });
+  await arrived.promise;
+  const busy = await post(base, { key, body: { order, amount: 9 } });
+  problemOf(busy, 409);
+  assert.ok(Number(busy.headers.get('retry-after')) >= 1);
+  // heartbeats (every 50 ms here) renew the lease meanwhile: its end moves on
+  const until = async () =>
+    (await pool.query('SELECT locked_until FROM idempotency_keys WHERE key = $1', [key])).rows[0].locked_until;
+  const before = await until();
+  let renewed = false;
+  for (let i = 0; i < 400 && !renewed; i++) {
+    await new Promise((s) => setTimeout(s, 25));
+    renewed = (await until()) > before;
+  }
+  assert.ok(renewed, 'the lease was never renewed');
+  held.resolve();
+  problemOf(await first, 502);
+  assert.equal((await keyRow(pool, key, 'mw-card')).status, 'failed');
+  const retry = await post(base, { key, body: { order, amount: 9 } });
+  assert.equal(retry.status, 201, retry.text);
+  const replay = await post(base, { key, body: { order, amount: 9 } });
+  assert.equal(replay.text, retry.text);
+  assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+  assert.deepEqual(seen, [['new', null, true], ['reclaimed', 'step-1', true]]);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status, e.committed]), [
+    ['in_progress', 409, true], ['new', 502, true], ['reclaimed', 201, true], ['replay', 201, true]]);
+  assert.equal(await paymentsFor(pool, 'mw-card', order), 1);
+});
+
+test('committed claim: a duplicate waits for the result (awaitResult) and gets the first answer', async () => {
+  const held = deferred();
+  const arrived = deferred();
+  const { base, events } = await app({ scope: () => 'mw-await', committed: () => true, awaitResult: 30 },
+    async (req) => {
+      arrived.resolve();
+      await held.promise;
+      return pay(req);
+    });
+  const key = newKey();
+  const body = { order: `o-${key}`, amount: 11 };
+  const first = post(base, { key, body });
+  await arrived.promise;
+  const second = post(base, { key, body });
+  // the duplicate is waiting inside idem_claim before the first goes on
+  let waiting = false;
+  for (let i = 0; i < 400 && !waiting; i++) {
+    const r = await pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%idem_claim%' AND state = 'active' AND pid <> pg_backend_pid()");
+    waiting = r.rows[0].n > 0;
+    if (!waiting) await new Promise((s) => setTimeout(s, 25));
+  }
+  assert.ok(waiting, 'the duplicate never waited in idem_claim');
+  held.resolve();
+  const [a, b] = await Promise.all([first, second]);
+  assert.equal(a.status, 201, a.text);
+  assert.equal(b.status, 201, b.text);
+  assert.equal(b.text, a.text);
+  assert.equal(b.headers.get('idempotent-replayed'), 'true');
+  assert.deepEqual(events.map((e) => e.outcome).sort(), ['new', 'replay']);
+});
+
+test('respond without a body (null): the answer and its replay have none', async () => {
+  const { base } = await app({ scope: () => 'mw-empty' }, (req) => req.idempotency.respond(204, null));
+  const key = newKey();
+  const first = await post(base, { key, body: { order: 'x', amount: 1 } });
+  assert.equal(first.status, 204);
+  assert.equal(first.text, '');
+  const again = await post(base, { key, body: { order: 'x', amount: 1 } });
+  assert.equal(again.status, 204);
+  assert.equal(again.text, '');
+  assert.equal(again.headers.get('idempotent-replayed'), 'true');
+  const row = await keyRow(pool, key, 'mw-empty');
+  assert.equal(row.status, 'completed');
+  assert.equal(row.response_code, 204);
+});
