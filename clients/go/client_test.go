@@ -199,7 +199,7 @@ func waitForClaimWaiting(t *testing.T, db *sql.DB) {
 	for i := 0; ; i++ {
 		var n int
 		err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity
-			WHERE pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%idem_claim(%'
+			WHERE pid <> pg_backend_pid() AND datname = current_database() AND state = 'active' AND query LIKE '%idem_claim(%'
 			  AND wait_event IS NOT NULL`).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
