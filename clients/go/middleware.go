@@ -462,9 +462,11 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 	switch claim.Outcome {
 	case OutcomeReplay:
 		c.rollback()
-		rp.send(w, ObservedReplay, claim.ResponseCode, nil, func() {
-			writeStored(w, claim.ResponseCode, claim.Response, true)
-		})
+		code := claim.ResponseCode
+		if code == 0 { // a key completed without a status (by SQL): 200
+			code = http.StatusOK
+		}
+		rp.send(w, ObservedReplay, code, nil, func() { writeStored(w, code, claim.Response, true) })
 		return
 	case OutcomeInProgress, OutcomeStale:
 		c.rollback()
