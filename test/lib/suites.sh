@@ -474,7 +474,8 @@ go_library_gopath()
 }
 
 # Runs a command in directory $1 with the go tool in GOPATH mode, offline:
-# that GOPATH, then Debian's.
+# that GOPATH, then Debian's (http_go_library spells it out: run_logged
+# cannot run a function).
 go_offline()
 {
 	local dir=$1
@@ -502,8 +503,9 @@ http_go_library()
 		fail "http/go/lib (gofmt -l: $(gofmt -l "$WORK/clients/go" 2>&1 | tr '\n' ' '))"
 		return
 	fi
-	if run_logged "$log" go_offline "$WORK/gopath/src/$GO_LIBRARY" PGHOST=127.0.0.1 PGPORT="$port" \
-		PGUSER=payments_service PGDATABASE=examples_go_lib PGSSLMODE=disable \
+	if run_logged "$log" env -C "$WORK/gopath/src/$GO_LIBRARY" GO111MODULE=off \
+		GOPATH="$WORK/gopath:/usr/share/gocode" GOFLAGS= GOPROXY=off GOCACHE="$WORK/gocache" \
+		PGHOST=127.0.0.1 PGPORT="$port" PGUSER=payments_service PGDATABASE=examples_go_lib PGSSLMODE=disable \
 		sh -c 'go vet . ./ginidem && go test -count=1 -v . ./ginidem' &&
 		! grep -q '^--- SKIP' "$log"; then
 		n=$(grep -c '^--- PASS' "$log")
