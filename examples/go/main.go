@@ -1,6 +1,7 @@
 // A payments service on Gin whose POST /payments honours the Idempotency-Key
-// header with the idempotency PostgreSQL extension: the seed's Redis
-// middleware rebuilt on the extension.  README.md beside this file explains
+// header with the idempotency PostgreSQL extension, through the Go library
+// of clients/go (its Gin adapter, ginidem): the seed's Redis middleware
+// rebuilt on the extension.  README.md beside this file explains
 // it; ../conformance checks it over HTTP.
 //
 // Environment: HOST (127.0.0.1), PORT (3000; 0 picks a free one), the PG*
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	idempotency "github.com/idempotency/idempotency/clients/go"
+	"github.com/idempotency/idempotency/clients/go/ginidem"
 	_ "github.com/lib/pq"
 )
 
@@ -75,30 +78,34 @@ func main() {
 	r := gin.New()
 	r.Use(gin.CustomRecovery(func(c *gin.Context, recovered any) {
 		log.Printf("panic: %v", recovered)
-		WriteProblem(c, &Problem{Status: 500, Title: "Internal error", Detail: "The request was not processed."})
+		ginidem.WriteProblem(c, &idempotency.Problem{Status: 500, Title: "Internal error", Detail: "The request was not processed."})
 	}))
 	r.NoRoute(func(c *gin.Context) {
-		WriteProblem(c, &Problem{Status: 404, Title: "Not found", Detail: "No such route."})
+		ginidem.WriteProblem(c, &idempotency.Problem{Status: 404, Title: "Not found", Detail: "No such route."})
 	})
 	r.GET("/healthz", func(c *gin.Context) {
 		if err := db.PingContext(c.Request.Context()); err != nil {
-			WriteProblem(c, &Problem{Status: 503, Title: "Database unavailable", Detail: "Retry later."})
+			ginidem.WriteProblem(c, &idempotency.Problem{Status: 503, Title: "Database unavailable", Detail: "Retry later."})
 			return
 		}
 		c.String(http.StatusOK, "ok")
 	})
 
 	payments := &PaymentsHandler{Card: NewCardNetwork(getenv("CARD_NETWORK_URL", "http://127.0.0.1:4000"))}
-	idem := Middleware(Config{
-		DB:          db,
-		HeartbeatDB: heartbeatDB,
-		Lease:       time.Duration(lease * float64(time.Second)),
-		Heartbeat:   time.Duration(beat * float64(time.Second)),
-		Wait:        wait,
-		AwaitResult: time.Duration(await * float64(time.Second)),
-		Validate:    validatePayment,
-		Committed:   func(c *gin.Context) bool { return c.Query("mode") == "card" },
-	})
+	// The scope is the Merchant-Id header: the conformance suite's callers
+	// pick their merchant.  In production take it from the authenticated
+	// caller (idempotency.ScopeFunc, or idempotency.WithScope in the
+	// authentication middleware) instead.
+	idem := ginidem.Middleware(idempotency.New(db,
+		idempotency.HeartbeatDB(heartbeatDB),
+		idempotency.Lease(time.Duration(lease*float64(time.Second))),
+		idempotency.HeartbeatEvery(time.Duration(beat*float64(time.Second))),
+		idempotency.WaitForDuplicates(wait),
+		idempotency.AwaitResult(time.Duration(await*float64(time.Second))),
+		idempotency.ScopeFromHeader("Merchant-Id"),
+		idempotency.Validate(validatePayment),
+		idempotency.CommittedWhen(func(r *http.Request) bool { return r.URL.Query().Get("mode") == "card" }),
+	))
 	r.POST("/payments", checkMode, idem, payments.Pay)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
@@ -113,6 +120,6 @@ func main() {
 // checkMode refuses an unknown ?mode before anything is claimed.
 func checkMode(c *gin.Context) {
 	if m, ok := c.GetQuery("mode"); ok && m != "card" {
-		WriteProblem(c, &Problem{Status: 400, Title: "Unknown mode", Detail: "mode is either absent or card."})
+		ginidem.WriteProblem(c, &idempotency.Problem{Status: 400, Title: "Unknown mode", Detail: "mode is either absent or card."})
 	}
 }

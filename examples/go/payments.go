@@ -1,6 +1,6 @@
 package main
 
-// The payments handler behind the middleware, and the card network client.
+// The payments handler behind the library's middleware, and the card network client.
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	idempotency "github.com/idempotency/idempotency/clients/go"
+	"github.com/idempotency/idempotency/clients/go/ginidem"
 )
 
 // Payment is a valid request body.
@@ -27,9 +29,9 @@ type Payment struct {
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // parsePayment checks a (well-formed JSON) body: a problem, or the payment.
-func parsePayment(body []byte) (*Payment, *Problem) {
-	bad := func(detail string) (*Payment, *Problem) {
-		return nil, &Problem{Status: 422, Title: "Invalid payment", Detail: detail}
+func parsePayment(body []byte) (*Payment, *idempotency.Problem) {
+	bad := func(detail string) (*Payment, *idempotency.Problem) {
+		return nil, &idempotency.Problem{Status: 422, Title: "Invalid payment", Detail: detail}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -63,7 +65,7 @@ func parsePayment(body []byte) (*Payment, *Problem) {
 	return p, nil
 }
 
-func validatePayment(body []byte) *Problem {
+func validatePayment(body []byte) *idempotency.Problem {
 	_, p := parsePayment(body)
 	return p
 }
@@ -82,46 +84,46 @@ type PaymentsHandler struct {
 }
 
 func (h *PaymentsHandler) Pay(c *gin.Context) {
-	raw, _ := c.Get(bodyKey)
-	payment, _ := parsePayment(raw.([]byte)) // validated by the middleware already
+	claim := ginidem.Claimed(c)
+	payment, _ := parsePayment(claim.Body()) // validated by the middleware already
 	var authorization *string
-	if c.Query("mode") == "card" {
-		id, err := h.authorize(c, payment)
+	if claim.Committed() {
+		id, err := h.authorize(claim, payment)
 		if err != nil {
 			var netErr *CardNetworkError
 			if errors.As(err, &netErr) {
 				log.Printf("%v", err)
-				WriteProblem(c, &Problem{Status: 502, Title: "Card network unavailable",
-					Detail: "Retry with the same Idempotency-Key."}, "Retry-After", "1")
+				ginidem.WriteProblem(c, &idempotency.Problem{Status: 502, Title: "Card network unavailable",
+					Detail: "Retry with the same Idempotency-Key.", RetryAfter: 1})
 			} else {
-				answerError(c, err)
+				ginidem.WriteError(c, err)
 			}
 			return
 		}
 		authorization = &id
 	}
-	tx, err := Tx(c)
+	tx, err := claim.Tx()
 	if err != nil {
-		answerError(c, err)
+		ginidem.WriteError(c, err)
 		return
 	}
 	var response string
-	err = tx.QueryRowContext(c.Request.Context(), insertPaymentSQL, c.GetHeader("Merchant-Id"),
+	err = tx.QueryRowContext(c.Request.Context(), insertPaymentSQL, claim.Scope(),
 		payment.Order, payment.Amount, payment.Currency, authorization).Scan(&response)
 	if err != nil {
-		answerError(c, err)
+		ginidem.WriteError(c, err)
 		return
 	}
-	SetResult(c, http.StatusCreated, []byte(response))
+	claim.Respond(http.StatusCreated, []byte(response))
 }
 
 // authorize gets the card authorized once per key, across attempts.
 // Recovery points: "authorizing" before the card call (a later attempt that
 // finds it asks the card network whether the call went through) and
 // "authorized:<id>" after it (a later attempt uses the id, calls nothing).
-func (h *PaymentsHandler) authorize(c *gin.Context, p *Payment) (string, error) {
-	scope, key := c.GetHeader("Merchant-Id"), c.GetHeader("Idempotency-Key")
-	point := RecoveryPoint(c)
+func (h *PaymentsHandler) authorize(claim *idempotency.Claimed, p *Payment) (string, error) {
+	scope, key := claim.Scope(), claim.Key()
+	point := claim.RecoveryPoint()
 	if strings.HasPrefix(point, "authorized:") {
 		return strings.TrimPrefix(point, "authorized:"), nil
 	}
@@ -135,7 +137,7 @@ func (h *PaymentsHandler) authorize(c *gin.Context, p *Payment) (string, error) 
 	}
 	if id == "" {
 		// also a fence: IK002 here if another attempt took the key over
-		if err := Checkpoint(c, "authorizing"); err != nil {
+		if err := claim.Checkpoint("authorizing"); err != nil {
 			return "", err
 		}
 		var err error
@@ -143,7 +145,7 @@ func (h *PaymentsHandler) authorize(c *gin.Context, p *Payment) (string, error) 
 			return "", err
 		}
 	}
-	return id, Checkpoint(c, "authorized:"+id)
+	return id, claim.Checkpoint("authorized:" + id)
 }
 
 // CardNetwork is the client of the (fake) card network.

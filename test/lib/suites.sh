@@ -480,13 +480,66 @@ debian_node()
 }
 
 # Builds examples/go with Debian's Go, Gin and lib/pq only: GOPATH mode over
-# /usr/share/gocode, no module downloads.
+# /usr/share/gocode and the Go library (clients/go, go_library_gopath), no
+# module downloads.
 build_go_example()
 {
 	apt_install golang-go golang-github-gin-gonic-gin-dev golang-github-lib-pq-dev || return 1
-	mkdir -p "$WORK/bin" "$WORK/gocache"
-	env -C "$WORK/examples/go" GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= \
-		GOCACHE="$WORK/gocache" go build -o "$WORK/bin/payments-go" .
+	go_library_gopath || return 1
+	mkdir -p "$WORK/bin"
+	go_offline "$WORK/examples/go" go build -o "$WORK/bin/payments-go" .
+}
+
+# The Go library's import path (clients/go/go.mod's module), and a GOPATH in
+# which it is found: $WORK/gopath/src/<import path> links to clients/go.
+GO_LIBRARY=github.com/idempotency/idempotency/clients/go
+go_library_gopath()
+{
+	mkdir -p "$WORK/gopath/src/${GO_LIBRARY%/*}" "$WORK/gocache" &&
+		ln -sfn "$WORK/clients/go" "$WORK/gopath/src/$GO_LIBRARY"
+}
+
+# Runs a command in directory $1 with the go tool in GOPATH mode, offline:
+# that GOPATH, then Debian's (http_go_library spells it out: run_logged
+# cannot run a function).
+go_offline()
+{
+	local dir=$1
+	shift
+	env -C "$dir" GO111MODULE=off GOPATH="$WORK/gopath:/usr/share/gocode" GOFLAGS= GOPROXY=off \
+		GOCACHE="$WORK/gocache" "$@"
+}
+
+# The Go library's own tests (clients/go: the key functions, the net/http
+# middleware through httptest, the Gin adapter), go test against a database
+# of their own (examples_go_lib, examples/db/schema.sql) on the server at
+# port $1, after gofmt and go vet.  Run after build_go_example.
+http_go_library()
+{
+	local port=$1 log=$WORK/http_go_lib.log n
+	if ! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
+		-c "CREATE DATABASE examples_go_lib" >"$log" 2>&1 ||
+		! as_postgres psql -X -q -h "$WORK" -p "$port" -d examples_go_lib -v service_role=payments_service \
+			-f examples/db/schema.sql >>"$log" 2>&1; then
+		fail "http/go/lib (examples/db/schema.sql)"
+		cat "$log"
+		return
+	fi
+	if [ -n "$(gofmt -l "$WORK/clients/go" 2>&1)" ]; then
+		fail "http/go/lib (gofmt -l: $(gofmt -l "$WORK/clients/go" 2>&1 | tr '\n' ' '))"
+		return
+	fi
+	if run_logged "$log" env -C "$WORK/gopath/src/$GO_LIBRARY" GO111MODULE=off \
+		GOPATH="$WORK/gopath:/usr/share/gocode" GOFLAGS= GOPROXY=off GOCACHE="$WORK/gocache" \
+		PGHOST=127.0.0.1 PGPORT="$port" PGUSER=payments_service PGDATABASE=examples_go_lib PGSSLMODE=disable \
+		sh -c 'go vet . ./ginidem && go test -count=1 -v . ./ginidem' &&
+		! grep -q '^--- SKIP' "$log"; then
+		n=$(grep -c '^--- PASS' "$log")
+		pass "http/go/lib ($n tests)"
+	else
+		fail "http/go/lib"
+		tail -n 60 "$log"
+	fi
 }
 
 # Builds the Java library clients/java into $WORK/java/idempotency-0.4.0.jar
@@ -573,6 +626,7 @@ suite_http()
 				tail_logs "$WORK/build_go.log"
 				continue
 			fi
+			http_go_library "$port"
 			cmd='["'"$WORK"'/bin/payments-go"]'
 			;;
 		java)

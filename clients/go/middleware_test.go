@@ -1,0 +1,441 @@
+package idempotency
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// hookLog records the hook's events.
+type hookLog struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (h *hookLog) record(e Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, e)
+}
+
+func (h *hookLog) outcomes() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var s []string
+	for _, e := range h.events {
+		s = append(s, string(e.Outcome)+":"+http.StatusText(e.Status))
+	}
+	return strings.Join(s, " ")
+}
+
+// pay is a payment handler: the payment and the key in the claim's transaction.
+func pay(w http.ResponseWriter, r *http.Request) {
+	c := FromContext(r.Context())
+	var p struct {
+		Order  string `json:"order"`
+		Amount int64  `json:"amount"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		(&Problem{Status: 422, Title: "Invalid payment", Detail: err.Error()}).Write(w)
+		return
+	}
+	tx, err := c.Tx()
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	var answer []byte
+	err = tx.QueryRowContext(r.Context(), `INSERT INTO payments (scope, order_id, amount) VALUES ($1, $2, $3)
+		RETURNING jsonb_build_object('payment_id', id, 'order', order_id, 'amount', amount)::text`,
+		c.Scope(), p.Order, p.Amount).Scan(&answer)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	c.Respond(http.StatusCreated, answer)
+}
+
+func post(t *testing.T, url, key string, body string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+func countPayments(t *testing.T, db *sql.DB, order string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM payments WHERE order_id = $1", order).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func countKeys(t *testing.T, db *sql.DB, key string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM idempotency_keys WHERE key = $1", key).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestMiddlewareFirstAnswerAndReplays(t *testing.T) {
+	db := testDB(t)
+	hooks := &hookLog{}
+	srv := httptest.NewServer(New(db, OnOutcome(hooks.record)).Handler(http.HandlerFunc(pay)))
+	defer srv.Close()
+	key, order := newKey(t), newKey(t)
+	body := `{"order":"` + order + `","amount":3000}`
+	r1, b1 := post(t, srv.URL, key, body)
+	if r1.StatusCode != 201 || r1.Header.Get("Content-Type") != "application/json" || r1.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d %v %s", r1.StatusCode, r1.Header, b1)
+	}
+	if !bytes.Contains(b1, []byte(`"amount": 3000`)) { // PostgreSQL's jsonb text
+		t.Fatalf("first body %s", b1)
+	}
+	r2, b2 := post(t, srv.URL, key, `{ "amount": 3000, "order": "`+order+`" }`)
+	if r2.StatusCode != 201 || r2.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(b1, b2) {
+		t.Fatalf("replay: %d %v %s", r2.StatusCode, r2.Header, b2)
+	}
+	r3, b3 := post(t, srv.URL, key, `{"order":"`+order+`","amount":3001}`)
+	if r3.StatusCode != 422 || r3.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("another body: %d %s", r3.StatusCode, b3)
+	}
+	if n := countPayments(t, db, order); n != 1 {
+		t.Fatalf("%d payments", n)
+	}
+	if got := hooks.outcomes(); got != "new:Created replay:Created mismatch:Unprocessable Entity" {
+		t.Fatalf("hook: %s", got)
+	}
+	e := hooks.events[2]
+	if e.SQLState != "IK001" || e.Key != key || e.Elapsed <= 0 || e.ClaimTime <= 0 {
+		t.Fatalf("mismatch event %+v", e)
+	}
+	if e := hooks.events[0]; e.HandlerTime <= 0 || e.Committed {
+		t.Fatalf("new event %+v", e)
+	}
+}
+
+func TestMiddlewareRejectsBeforeClaiming(t *testing.T) {
+	db := testDB(t)
+	hooks := &hookLog{}
+	m := New(db, OnOutcome(hooks.record), MaxBody(100), Validate(func(b []byte) *Problem {
+		if bytes.Contains(b, []byte("bad")) {
+			return &Problem{Status: 422, Title: "Invalid payment", Detail: "bad"}
+		}
+		return nil
+	}))
+	srv := httptest.NewServer(m.Handler(http.HandlerFunc(pay)))
+	defer srv.Close()
+	key := newKey(t)
+	cases := []struct {
+		key, body, ctype string
+		status           int
+	}{
+		{"", `{"order":"x","amount":1}`, "application/json", 400},
+		{key, `{"order":"x","amount":1}`, "text/plain", 415},
+		{key, `{"order":"` + strings.Repeat("x", 200) + `"}`, "application/json", 413},
+		{key, `{"order":`, "application/json", 400},
+		{key, `{"order":"bad","amount":1}`, "application/json; charset=utf-8", 422},
+		{key, `{"order":"\u0000","amount":1}`, "application/json", 400}, // refused by jsonb: claims nothing
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", c.ctype)
+		if c.key != "" {
+			req.Header.Set("Idempotency-Key", c.key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var p map[string]any
+		if resp.StatusCode != c.status || resp.Header.Get("Content-Type") != "application/problem+json" ||
+			json.Unmarshal(b, &p) != nil || p["status"] != float64(c.status) || p["type"] != "about:blank" {
+			t.Errorf("%q %q: %d %s", c.ctype, c.body, resp.StatusCode, b)
+		}
+	}
+	if n := countKeys(t, db, key); n != 0 {
+		t.Fatalf("%d keys left claimed", n)
+	}
+	want := "rejected:Bad Request rejected:Unsupported Media Type rejected:Request Entity Too Large " +
+		"rejected:Bad Request rejected:Unprocessable Entity error:Bad Request"
+	if got := hooks.outcomes(); got != want {
+		t.Fatalf("hook: %s", got)
+	}
+}
+
+func TestMiddlewareScope(t *testing.T) {
+	db := testDB(t)
+	// the default: the scope the authentication in front put into the context
+	auth := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(WithScope(r.Context(), r.Header.Get("X-Test-Caller"))))
+		})
+	}
+	byContext := httptest.NewServer(auth(New(db).Handler(http.HandlerFunc(pay))))
+	defer byContext.Close()
+	key, order := newKey(t), newKey(t)
+	body := `{"order":"` + order + `","amount":5}`
+	a, _ := post(t, byContext.URL, key, body, "X-Test-Caller", "merchant-a")
+	b, _ := post(t, byContext.URL, key, body, "X-Test-Caller", "merchant-b")
+	if a.StatusCode != 201 || b.StatusCode != 201 || b.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("two callers, one key: %d %d", a.StatusCode, b.StatusCode)
+	}
+	// Merchant-Id is not read unless configured: the same (empty) scope
+	key2 := newKey(t)
+	c1, _ := post(t, byContext.URL, key2, body, "Merchant-Id", "m1")
+	c2, _ := post(t, byContext.URL, key2, body, "Merchant-Id", "m2")
+	if c1.StatusCode != 201 || c2.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("Merchant-Id read without being configured: %d %v", c2.StatusCode, c2.Header)
+	}
+	// configured: the header is the scope
+	byHeader := httptest.NewServer(New(db, ScopeFromHeader("Merchant-Id")).Handler(http.HandlerFunc(pay)))
+	defer byHeader.Close()
+	key3 := newKey(t)
+	d1, _ := post(t, byHeader.URL, key3, body, "Merchant-Id", "m1")
+	d2, _ := post(t, byHeader.URL, key3, body, "Merchant-Id", "m2")
+	if d1.StatusCode != 201 || d2.StatusCode != 201 || d2.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("scope from the header: %d %d", d1.StatusCode, d2.StatusCode)
+	}
+	if n := countPayments(t, db, order); n != 5 {
+		t.Fatalf("%d payments, want 5", n)
+	}
+	// a scope function's problem refuses the request
+	refusing := httptest.NewServer(New(db, ScopeFunc(func(r *http.Request) (string, *Problem) {
+		return "", &Problem{Status: 401, Title: "Unauthenticated", Detail: "no caller"}
+	})).Handler(http.HandlerFunc(pay)))
+	defer refusing.Close()
+	if r, _ := post(t, refusing.URL, newKey(t), body); r.StatusCode != 401 {
+		t.Fatalf("refused scope: %d", r.StatusCode)
+	}
+}
+
+func TestMiddlewareInProgressNoWait(t *testing.T) {
+	db := testDB(t)
+	hooks := &hookLog{}
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(string(FromContext(r.Context()).Body()), "slow") {
+			close(entered)
+			<-release
+		}
+		pay(w, r)
+	})
+	srv := httptest.NewServer(New(db, WaitForDuplicates(false), OnOutcome(hooks.record)).Handler(h))
+	defer srv.Close()
+	key, order := newKey(t), newKey(t)
+	body := `{"order":"` + order + `","amount":1,"note":"slow"}`
+	first := make(chan *http.Response, 1)
+	go func() {
+		r, _ := post(t, srv.URL, key, body)
+		first <- r
+	}()
+	<-entered
+	r, b := post(t, srv.URL, key, body)
+	if r.StatusCode != 409 || r.Header.Get("Retry-After") == "" || r.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("duplicate in flight: %d %v %s", r.StatusCode, r.Header, b)
+	}
+	close(release)
+	if f := <-first; f.StatusCode != 201 {
+		t.Fatalf("first: %d", f.StatusCode)
+	}
+	if got := hooks.outcomes(); got != "in_progress:Conflict new:Created" {
+		t.Fatalf("hook: %s", got)
+	}
+}
+
+func TestMiddlewareHandlerFailureFreesTheKey(t *testing.T) {
+	db := testDB(t)
+	var fail atomic.Bool
+	fail.Store(true)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() {
+			tx, err := FromContext(r.Context()).Tx()
+			if err != nil {
+				t.Error(err)
+			}
+			// written, then rolled back with the claim
+			if _, err := tx.Exec("INSERT INTO payments (scope, order_id, amount) VALUES ('', 'never', 1)"); err != nil {
+				t.Error(err)
+			}
+			w.Header().Set("X-Handler", "yes")
+			w.WriteHeader(200) // an answer that was not recorded: 500
+			return
+		}
+		pay(w, r)
+	})
+	srv := httptest.NewServer(New(db).Handler(h))
+	defer srv.Close()
+	key, order := newKey(t), newKey(t)
+	body := `{"order":"` + order + `","amount":1}`
+	r, b := post(t, srv.URL, key, body)
+	if r.StatusCode != 500 || r.Header.Get("X-Handler") != "" || bytes.Contains(b, []byte("INSERT")) {
+		t.Fatalf("unrecorded answer: %d %v %s", r.StatusCode, r.Header, b)
+	}
+	if n := countKeys(t, db, key); n != 0 {
+		t.Fatalf("the key stayed claimed")
+	}
+	fail.Store(false)
+	if r, _ := post(t, srv.URL, key, body); r.StatusCode != 201 || r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("retry: %d", r.StatusCode)
+	}
+}
+
+func TestMiddlewareCommittedRecoveryAndFailure(t *testing.T) {
+	db := testDB(t)
+	hooks := &hookLog{}
+	var mu sync.Mutex
+	var points []string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := FromContext(r.Context())
+		mu.Lock()
+		points = append(points, c.RecoveryPoint())
+		attempt := len(points)
+		mu.Unlock()
+		if !c.Committed() || c.Token() == 0 {
+			t.Errorf("not a committed claim: %v %d", c.Committed(), c.Token())
+		}
+		if attempt == 1 {
+			if err := c.Checkpoint("authorizing"); err != nil {
+				t.Error(err)
+			}
+			(&Problem{Status: 502, Title: "Card network unavailable", Detail: "retry", RetryAfter: 1}).Write(w)
+			return
+		}
+		if c.Outcome() != OutcomeReclaimed {
+			t.Errorf("second attempt: %s", c.Outcome())
+		}
+		pay(w, r)
+	})
+	m := New(db, CommittedWhen(func(r *http.Request) bool { return r.URL.Query().Get("mode") == "card" }),
+		OnOutcome(hooks.record))
+	srv := httptest.NewServer(m.Handler(h))
+	defer srv.Close()
+	key, order := newKey(t), newKey(t)
+	body := `{"order":"` + order + `","amount":9}`
+	r1, b1 := post(t, srv.URL+"?mode=card", key, body)
+	if r1.StatusCode != 502 || r1.Header.Get("Retry-After") != "1" || !bytes.Contains(b1, []byte("Card network")) {
+		t.Fatalf("failed attempt: %d %s", r1.StatusCode, b1)
+	}
+	r2, b2 := post(t, srv.URL+"?mode=card", key, body)
+	r3, b3 := post(t, srv.URL+"?mode=card", key, body)
+	if r2.StatusCode != 201 || r3.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(b2, b3) {
+		t.Fatalf("retries: %d %d %s %s", r2.StatusCode, r3.StatusCode, b2, b3)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(points, ",") != ",authorizing" {
+		t.Fatalf("recovery points seen: %q", points)
+	}
+	if got := hooks.outcomes(); got != "new:Bad Gateway reclaimed:Created replay:Created" {
+		t.Fatalf("hook: %s", got)
+	}
+	if !hooks.events[1].Committed {
+		t.Fatal("the event does not say committed")
+	}
+}
+
+func TestMiddlewareHeartbeatsRenewTheLease(t *testing.T) {
+	db := testDB(t)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := FromContext(r.Context())
+		var first, now time.Time
+		q := "SELECT locked_until FROM idempotency_keys WHERE key = $1"
+		if err := db.QueryRow(q, c.Key()).Scan(&first); err != nil {
+			t.Error(err)
+			return
+		}
+		// until a heartbeat moved the lease on (the test fails, not hangs, without one)
+		for i := 0; now.Before(first.Add(time.Millisecond)); i++ {
+			if i > 600 {
+				t.Error("no heartbeat renewed the lease")
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+			if err := db.QueryRow(q, c.Key()).Scan(&now); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		if c.Lost() {
+			t.Error("lost")
+		}
+		pay(w, r)
+	})
+	m := New(db, CommittedWhen(func(*http.Request) bool { return true }), Lease(time.Minute),
+		HeartbeatEvery(100*time.Millisecond), HeartbeatDB(db))
+	srv := httptest.NewServer(m.Handler(h))
+	defer srv.Close()
+	if r, b := post(t, srv.URL, newKey(t), `{"order":"`+newKey(t)+`","amount":1}`); r.StatusCode != 201 {
+		t.Fatalf("%d %s", r.StatusCode, b)
+	}
+}
+
+func TestMiddlewareAwaitResult(t *testing.T) {
+	db := testDB(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(entered); <-release })
+		pay(w, r)
+	})
+	m := New(db, CommittedWhen(func(*http.Request) bool { return true }), AwaitResult(5*time.Minute))
+	srv := httptest.NewServer(m.Handler(h))
+	defer srv.Close()
+	key, body := newKey(t), `{"order":"`+newKey(t)+`","amount":2}`
+	type answer struct {
+		r *http.Response
+		b []byte
+	}
+	first, second := make(chan answer, 1), make(chan answer, 1)
+	go func() { r, b := post(t, srv.URL, key, body); first <- answer{r, b} }()
+	<-entered
+	go func() { r, b := post(t, srv.URL, key, body); second <- answer{r, b} }()
+	waitForClaimWaiting(t, db)
+	close(release)
+	a, b := <-first, <-second
+	if a.r.StatusCode != 201 || b.r.StatusCode != 201 || b.r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(a.b, b.b) {
+		t.Fatalf("first %d %s, the waiting retry %d %s", a.r.StatusCode, a.b, b.r.StatusCode, b.b)
+	}
+}
+
+func TestIsJSON(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json": true, "application/json; charset=utf-8": true, "Application/JSON;charset=UTF-8": true,
+		"text/plain": false, "application/problem+json": false, "application/jsonx": false, "": false,
+	} {
+		if IsJSON(ct) != want {
+			t.Errorf("%q", ct)
+		}
+	}
+}
