@@ -200,20 +200,6 @@ note "cargo test: $((SECONDS - t0)) s"
 
 # ---- 5. the conformance suite --------------------------------------------------
 t0=$SECONDS
-for f in "$WORK"/tree/examples/conformance/*.test.js; do
-	name=$(basename "$f" .test.js)
-	log=$WORK/conformance_$name
-	: >"$log.services"
-	if run_logged "$log.log" env -C "$WORK/tree/examples/conformance" PATH="$PG_BIN:$PATH" \
-		PGHOST=127.0.0.1 PGPORT="$port" PGUSER=payments_service PGDATABASE="$db" \
-		PGSSLMODE=disable CONFORMANCE_ADMIN_USER=postgres CONFORMANCE_LOG="$log.services" \
-		EXAMPLE_CMD="[\"$SERVICE\"]" node --test "$name.test.js"; then
-		pass "rust/$name ($(grep -c '^ok ' "$log.log") cases)"
-	else
-		fail "rust/$name"
-		cat "$log.log"
-		tail_logs "$log.services"
-	fi
-done
+run_conformance rust "$WORK/tree" "$port" "$db" "[\"$SERVICE\"]"
 note "conformance: $((SECONDS - t0)) s"
 finish

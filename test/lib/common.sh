@@ -225,3 +225,30 @@ kill_servers_under()
 	for pid in $pids; do kill -KILL "$pid" 2>/dev/null; done
 	return 0
 }
+
+# examples/conformance (node --test, each file of the tree at $2) against a
+# payment service, EXAMPLE_CMD $5 (a JSON array), as the login role
+# payments_service in database $4 of the server on 127.0.0.1:$3 (the
+# superuser postgres for what a test does as an administrator).  One line
+# per file, "$1/NAME (N cases)", through the caller's pass, fail,
+# run_logged and tail_logs; logs under $WORK.  suite_http (each example
+# service) and test/rust.sh (the Rust one) run it.
+run_conformance()
+{
+	local label=$1 tree=$2 port=$3 db=$4 cmd=$5 f name log
+	for f in "$tree"/examples/conformance/*.test.js; do
+		name=$(basename "$f" .test.js)
+		log=$WORK/conformance_${label//\//_}_$name
+		: >"$log.services"
+		if run_logged "$log.log" env -C "$tree/examples/conformance" PATH="$PG_BIN:$PATH" \
+			PGHOST=127.0.0.1 PGPORT="$port" PGUSER=payments_service PGDATABASE="$db" \
+			PGSSLMODE=disable CONFORMANCE_ADMIN_USER=postgres CONFORMANCE_LOG="$log.services" \
+			EXAMPLE_CMD="$cmd" node --test "$name.test.js"; then
+			pass "$label/$name ($(grep -c '^ok ' "$log.log") cases)"
+		else
+			fail "$label/$name"
+			cat "$log.log"
+			tail_logs "$log.services"
+		fi
+	done
+}

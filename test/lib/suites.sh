@@ -591,15 +591,18 @@ test_java_client()
 
 # The three example services (examples/http Node.js, examples/go,
 # examples/java) against the one black-box conformance suite
-# (examples/conformance/*.test.js, node --test): each service in a database
-# of its own, set up by examples/db/schema.sql and used as a login role with
-# only the grants that script gives.  One line per service and test file.
-# Before them, the Node.js library's own tests (http_node_library).  Beside
+# (examples/conformance/*.test.js, node --test, run_conformance): each
+# service in a database of its own, set up by examples/db/schema.sql and
+# used as a login role with only the grants that script gives; each
+# service's library's own tests before it (http_node_library,
+# http_go_library, test_java_client).  The three run at once, one lane
+# each (http_lane), their lines shown after, in order: most of their time
+# is spent waiting (leases, held answers, a service's restart).  Beside
 # them, the Node.js service against the SQL edition (http_edition_start).
 suite_http()
 {
-	local port svc db cmd f name log
-	say "http (examples/: Node.js, Go and Java services x examples/conformance, node --test; Node.js again on the SQL edition, test/edition/http.sh)"
+	local port svc out pids=()
+	say "http (examples/: Node.js, Go and Java services and their libraries x examples/conformance, node --test, at once; Node.js again on the SQL edition, test/edition/http.sh)"
 	port=$(free_port 55532)
 	if ! http_modules; then
 		fail "http (could not get Node.js and its modules)"
@@ -607,6 +610,13 @@ suite_http()
 		return
 	fi
 	note "node $(node --version), modules: $HTTP_MODULES"
+	# the Go and Java toolchains now, before the lanes build with them
+	if ! apt_install golang-go golang-github-gin-gonic-gin-dev golang-github-lib-pq-dev \
+		default-jdk-headless libpostgresql-jdbc-java junit5 >"$WORK/http_apt.log" 2>&1; then
+		fail "http (could not install Go and Java)"
+		cat "$WORK/http_apt.log"
+		return
+	fi
 	if ! start_server "$WORK/http_data" "$port" ||
 		! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
 			-c "CREATE ROLE payments_service LOGIN"; then
@@ -615,92 +625,59 @@ suite_http()
 		return
 	fi
 	http_edition_start
-	http_node_library "$port"
 	for svc in node go java; do
-		db=examples_$svc
-		case $svc in
-		node) cmd='["node", "'"$WORK"'/examples/http/server.js"]' ;;
-		go)
-			if ! build_go_example >"$WORK/build_go.log" 2>&1; then
-				fail "http/go (build)"
-				tail_logs "$WORK/build_go.log"
-				continue
-			fi
-			http_go_library "$port"
-			cmd='["'"$WORK"'/bin/payments-go"]'
-			;;
-		java)
-			if ! build_java_example >"$WORK/build_java.log" 2>&1; then
-				fail "http/java (build)"
-				tail_logs "$WORK/build_java.log"
-				continue
-			fi
-			cmd='["java", "-Xss512k", "-cp", "'"$WORK"'/java-classes:'"$WORK"'/java/idempotency-0.4.0.jar:/usr/share/java/postgresql.jar", "payments.PaymentsServer"]'
-			;;
-		esac
-		if ! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
-			-c "CREATE DATABASE $db" >"$WORK/http_$db.log" 2>&1 ||
-			! as_postgres psql -X -q -h "$WORK" -p "$port" -d "$db" -v service_role=payments_service \
-				-f examples/db/schema.sql >>"$WORK/http_$db.log" 2>&1; then
-			fail "http/$svc (examples/db/schema.sql)"
-			cat "$WORK/http_$db.log"
-			continue
-		fi
-		[ "$svc" != java ] || test_java_client "$port" "$db"
-		for f in examples/conformance/*.test.js; do
-			name=$(basename "$f" .test.js)
-			log=$WORK/http_${svc}_$name
-			: >"$log.services"
-			if run_logged "$log.log" env -C "$WORK/examples/conformance" PATH="$PG_BIN:$PATH" \
-				PGHOST=127.0.0.1 PGPORT="$port" PGUSER=payments_service PGDATABASE="$db" \
-				PGSSLMODE=disable CONFORMANCE_ADMIN_USER=postgres CONFORMANCE_LOG="$log.services" \
-				EXAMPLE_CMD="$cmd" node --test "$name.test.js"; then
-				pass "http/$svc/$name ($(grep -c '^ok ' "$log.log") cases)"
-			else
-				fail "http/$svc/$name"
-				cat "$log.log"
-				tail_logs "$log.services"
-			fi
-		done
+		http_lane "$svc" "$port" >"$WORK/http_lane_$svc.out" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for svc in node go java; do
+		out=$WORK/http_lane_$svc.out
+		cat "$out"
+		count_lines "$out"
 	done
 	stop_server "$WORK/http_data"
 	http_edition_finish
 }
 
-# The Node.js library clients/node (npm package pg-idempotency): its node
-# --test tests against database client_node (examples/db/schema.sql, the
-# service role) on the server at port $1, with the modules examples/http
-# got (node_modules, or Debian's through NODE_PATH).  Lines http/node/lib
-# (client.test.js, middleware.test.js) and http/node/pack (pack.test.js:
-# npm pack, the tarball installed offline into a fresh app).
-http_node_library()
+# One service's lane of suite_http, in a subshell of its own: what it
+# prints, suite_http counts.
+http_lane()
 {
-	local port=$1 log=$WORK/http_node_lib t0
+	local svc=$1 port=$2 db=examples_$1 cmd t0=$SECONDS
+	case $svc in
+	node)
+		http_node_library "$port"
+		cmd='["node", "'"$WORK"'/examples/http/server.js"]'
+		;;
+	go)
+		if ! build_go_example >"$WORK/build_go.log" 2>&1; then
+			fail "http/go (build)"
+			tail_logs "$WORK/build_go.log"
+			return
+		fi
+		http_go_library "$port"
+		cmd='["'"$WORK"'/bin/payments-go"]'
+		;;
+	java)
+		if ! build_java_example >"$WORK/build_java.log" 2>&1; then
+			fail "http/java (build)"
+			tail_logs "$WORK/build_java.log"
+			return
+		fi
+		cmd='["java", "-Xss512k", "-cp", "'"$WORK"'/java-classes:'"$WORK"'/java/idempotency-0.4.0.jar:/usr/share/java/postgresql.jar", "payments.PaymentsServer"]'
+		;;
+	esac
 	if ! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
-		-c "CREATE DATABASE client_node" >"$log.setup" 2>&1 ||
-		! as_postgres psql -X -q -h "$WORK" -p "$port" -d client_node -v service_role=payments_service \
-			-f examples/db/schema.sql >>"$log.setup" 2>&1; then
-		fail "http/node/lib (examples/db/schema.sql)"
-		cat "$log.setup"
+		-c "CREATE DATABASE $db" >"$WORK/http_$db.log" 2>&1 ||
+		! as_postgres psql -X -q -h "$WORK" -p "$port" -d "$db" -v service_role=payments_service \
+			-f examples/db/schema.sql >>"$WORK/http_$db.log" 2>&1; then
+		fail "http/$svc (examples/db/schema.sql)"
+		cat "$WORK/http_$db.log"
 		return
 	fi
-	set -- env -C "$WORK/clients/node" PGHOST=127.0.0.1 PGPORT="$port" PGUSER=payments_service \
-		PGDATABASE=client_node PGSSLMODE=disable TMPDIR="$WORK/tmp" \
-		NODE_PATH="${NODE_PATH:+$NODE_PATH:}$WORK/examples/http/node_modules" node --test
-	t0=$SECONDS
-	if run_logged "$log.log" "$@" test/client.test.js test/middleware.test.js; then
-		pass "http/node/lib ($(sed -n 's/^# pass //p' "$log.log") tests, $((SECONDS - t0)) s)"
-	else
-		fail "http/node/lib"
-		cat "$log.log"
-	fi
-	t0=$SECONDS
-	if run_logged "$log.pack.log" "$@" test/pack.test.js; then
-		pass "http/node/pack (npm pack, installed into a fresh app, $((SECONDS - t0)) s)"
-	else
-		fail "http/node/pack"
-		cat "$log.pack.log"
-	fi
+	[ "$svc" != java ] || test_java_client "$port" "$db"
+	run_conformance "http/$svc" "$WORK" "$port" "$db" "$cmd"
+	note "http/$svc: $((SECONDS - t0)) s"
 }
 
 # The Node.js service once more, against the SQL edition: test/edition/http.sh
