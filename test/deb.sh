@@ -57,6 +57,36 @@ done
 echo "idempotency launcher processes: $launchers"
 [ "$launchers" = 1 ]
 
+# debian/watch, against a copy of PGXN's API on loopback (the machines here
+# reach no PGXN): a release newer than debian/changelog's is found, with the
+# URL of its archive
+if command -v uscan >/dev/null; then
+	pgxn=$BUILD/pgxn
+	newer=$upstream.1
+	mkdir -p "$pgxn/dist" "$BUILD/watch/debian"
+	printf '{"name":"idempotency","releases":{"stable":[{"version":"%s"},{"version":"%s"}]}}\n' \
+		"$newer" "$upstream" >"$pgxn/dist/idempotency.json"
+	wport=$(free_port 58765)
+	python3 -m http.server "$wport" --bind 127.0.0.1 --directory "$pgxn" >"$BUILD/pgxn.log" 2>&1 &
+	wpid=$!
+	for _ in $(seq 100); do
+		python3 -c "import socket; socket.create_connection(('127.0.0.1', $wport), 1)" 2>/dev/null && break
+		sleep 0.1
+	done
+	cp debian/changelog debian/control "$BUILD/watch/debian/"
+	sed "s%https://api.pgxn.org/%http://127.0.0.1:$wport/%g" debian/watch >"$BUILD/watch/debian/watch"
+	(cd "$BUILD/watch" && uscan --dehs) >"$BUILD/uscan.log" 2>&1 || true
+	kill "$wpid" 2>/dev/null
+	if ! grep -q "<upstream-version>$newer</upstream-version>" "$BUILD/uscan.log" ||
+		! grep -q "<upstream-url>http://127.0.0.1:$wport/dist/idempotency/$newer/idempotency-$newer.zip</upstream-url>" \
+			"$BUILD/uscan.log"; then
+		echo "debian/watch: uscan did not find $newer and its archive on PGXN's layout:"
+		cat "$BUILD/uscan.log"
+		exit 1
+	fi
+	echo "debian/watch: uscan found $newer on PGXN's layout, at .../dist/idempotency/$newer/idempotency-$newer.zip"
+fi
+
 # the autopkgtest, as the PostgreSQL apt repository runs it: the source
 # tree, the package installed, on this machine (the null runner)
 if [ "${IDEM_AUTOPKGTEST:-0}" = 1 ]; then

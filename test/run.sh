@@ -404,6 +404,7 @@ suite_packages()
 		case $s in
 		bench) echo redis-server libhiredis-dev ;;
 		valgrind) echo valgrind ;;
+		package) echo devscripts libwww-perl ;; # uscan: debian/watch
 		monitoring) echo prometheus-postgres-exporter jq curl ;;
 		# pg_tle's build (../shared/pg_tle/build.sh); pg_cron below
 		# test/edition/monitoring.sh: the exporter; pgtap below

@@ -744,6 +744,11 @@ suite_package()
 	# IDEM_AUTOPKGTEST=1 PG_MAJOR=15 bash test/run.sh package
 	if IDEM_AUTOPKGTEST=${IDEM_AUTOPKGTEST:-0} run_logged "$WORK/package.log" bash test/deb.sh; then
 		pass "package/postgresql-$PG_MAJOR-idempotency ($(grep -m1 '^built' "$WORK/package.log"))"
+		if grep -q '^debian/watch: uscan found' "$WORK/package.log"; then
+			pass "package/watch ($(sed -n 's/^debian\/watch: //p' "$WORK/package.log"))"
+		else
+			fail "package/watch (no uscan: devscripts is not installed)"
+		fi
 		grep -q '^autopkgtest passed' "$WORK/package.log" &&
 			pass "package/autopkgtest ($(grep -m1 '^autopkgtest passed' "$WORK/package.log"))"
 	else
