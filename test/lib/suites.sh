@@ -626,7 +626,7 @@ suite_http()
 	fi
 	http_edition_start
 	for svc in node go java; do
-		http_lane "$svc" "$port" >"$WORK/http_lane_$svc.out" 2>&1 &
+		http_lane "$svc" "$port" >"$WORK/http_lane_$svc.out" 2>"$WORK/http_lane_$svc.err" &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
@@ -634,6 +634,12 @@ suite_http()
 		out=$WORK/http_lane_$svc.out
 		cat "$out"
 		count_lines "$out"
+		# what a check prints goes to its log: anything here is the
+		# lane's own failure (a command missing, a function undefined)
+		if [ -s "$WORK/http_lane_$svc.err" ]; then
+			fail "http/$svc (the lane itself failed)"
+			cat "$WORK/http_lane_$svc.err"
+		fi
 	done
 	stop_server "$WORK/http_data"
 	http_edition_finish
@@ -678,6 +684,42 @@ http_lane()
 	[ "$svc" != java ] || test_java_client "$port" "$db"
 	run_conformance "http/$svc" "$WORK" "$port" "$db" "$cmd"
 	note "http/$svc: $((SECONDS - t0)) s"
+}
+
+# The Node.js library clients/node (npm package pg-idempotency): its node
+# --test tests against database client_node (examples/db/schema.sql, the
+# service role) on the server at port $1, with the modules examples/http
+# got (node_modules, or Debian's through NODE_PATH).  Lines http/node/lib
+# (client.test.js, middleware.test.js) and http/node/pack (pack.test.js:
+# npm pack, the tarball installed offline into a fresh app).
+http_node_library()
+{
+	local port=$1 log=$WORK/http_node_lib t0
+	if ! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
+		-c "CREATE DATABASE client_node" >"$log.setup" 2>&1 ||
+		! as_postgres psql -X -q -h "$WORK" -p "$port" -d client_node -v service_role=payments_service \
+			-f examples/db/schema.sql >>"$log.setup" 2>&1; then
+		fail "http/node/lib (examples/db/schema.sql)"
+		cat "$log.setup"
+		return
+	fi
+	set -- env -C "$WORK/clients/node" PGHOST=127.0.0.1 PGPORT="$port" PGUSER=payments_service \
+		PGDATABASE=client_node PGSSLMODE=disable TMPDIR="$WORK/tmp" \
+		NODE_PATH="${NODE_PATH:+$NODE_PATH:}$WORK/examples/http/node_modules" node --test
+	t0=$SECONDS
+	if run_logged "$log.log" "$@" test/client.test.js test/middleware.test.js; then
+		pass "http/node/lib ($(sed -n 's/^# pass //p' "$log.log") tests, $((SECONDS - t0)) s)"
+	else
+		fail "http/node/lib"
+		cat "$log.log"
+	fi
+	t0=$SECONDS
+	if run_logged "$log.pack.log" "$@" test/pack.test.js; then
+		pass "http/node/pack (npm pack, installed into a fresh app, $((SECONDS - t0)) s)"
+	else
+		fail "http/node/pack"
+		cat "$log.pack.log"
+	fi
 }
 
 # The Node.js service once more, against the SQL edition: test/edition/http.sh
