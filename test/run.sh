@@ -59,8 +59,10 @@
 #              against the edition's, in one database)
 #   http       examples/: the Node.js (examples/http), Go (examples/go) and
 #              Java (examples/java) payment services, each against the
-#              conformance suite examples/conformance (node --test), plus
-#              the Java library's JUnit tests
+#              conformance suite examples/conformance (node --test), and
+#              the libraries they use: clients/node (node --test, and its
+#              npm pack tarball in a fresh app), clients/go (go test),
+#              clients/java (the jar, JUnit); the three at once
 #   rust       test/rust.sh: the Rust crate clients/rust (pg-idempotency)
 #              and the Axum service examples/rust, built offline from
 #              Debian's packaged crates; cargo test against a server, the
