@@ -517,10 +517,7 @@ go_offline()
 http_go_library()
 {
 	local port=$1 log=$WORK/http_go_lib.log n
-	if ! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
-		-c "CREATE DATABASE examples_go_lib" >"$log" 2>&1 ||
-		! as_postgres psql -X -q -h "$WORK" -p "$port" -d examples_go_lib -v service_role=payments_service \
-			-f examples/db/schema.sql >>"$log" 2>&1; then
+	if ! http_database examples_go_lib "$port" "$log"; then
 		fail "http/go/lib (examples/db/schema.sql)"
 		cat "$log"
 		return
@@ -645,6 +642,16 @@ suite_http()
 	http_edition_finish
 }
 
+# Database $1 on the server at port $2, set up by examples/db/schema.sql for
+# the login role payments_service; psql's output in log $3.
+http_database()
+{
+	as_postgres psql -X -q -h "$WORK" -p "$2" -d postgres -v ON_ERROR_STOP=1 \
+		-c "CREATE DATABASE $1" >"$3" 2>&1 &&
+		as_postgres psql -X -q -h "$WORK" -p "$2" -d "$1" -v service_role=payments_service \
+			-f examples/db/schema.sql >>"$3" 2>&1
+}
+
 # One service's lane of suite_http, in a subshell of its own: what it
 # prints, suite_http counts.
 http_lane()
@@ -673,10 +680,7 @@ http_lane()
 		cmd='["java", "-Xss512k", "-cp", "'"$WORK"'/java-classes:'"$WORK"'/java/idempotency-0.4.0.jar:/usr/share/java/postgresql.jar", "payments.PaymentsServer"]'
 		;;
 	esac
-	if ! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
-		-c "CREATE DATABASE $db" >"$WORK/http_$db.log" 2>&1 ||
-		! as_postgres psql -X -q -h "$WORK" -p "$port" -d "$db" -v service_role=payments_service \
-			-f examples/db/schema.sql >>"$WORK/http_$db.log" 2>&1; then
+	if ! http_database "$db" "$port" "$WORK/http_$db.log"; then
 		fail "http/$svc (examples/db/schema.sql)"
 		cat "$WORK/http_$db.log"
 		return
@@ -695,10 +699,7 @@ http_lane()
 http_node_library()
 {
 	local port=$1 log=$WORK/http_node_lib t0
-	if ! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
-		-c "CREATE DATABASE client_node" >"$log.setup" 2>&1 ||
-		! as_postgres psql -X -q -h "$WORK" -p "$port" -d client_node -v service_role=payments_service \
-			-f examples/db/schema.sql >>"$log.setup" 2>&1; then
+	if ! http_database client_node "$port" "$log.setup"; then
 		fail "http/node/lib (examples/db/schema.sql)"
 		cat "$log.setup"
 		return
