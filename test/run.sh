@@ -27,7 +27,9 @@
 # this script there with PG_MAJOR set; each chroot is removed afterwards.
 # The chroots are made, their packages installed and the extension (Citus,
 # the Rust crates) built ahead, at the lowest priority, while 15 runs here
-# (prepare_chroots): nothing is tested in one until its version's turn.
+# (prepare_chroots); each chroot's version runs as soon as its chroot is
+# ready, one at a time, beside 15 (the runner, start_runner), its output
+# shown when its turn comes, in version order.
 # A version whose Debian packages cannot be fetched is reported and counted
 # as skipped, never as passed.
 #   PG_MAJOR=18 bash test/run.sh        one version (PG_MAJOR="17 18": some)
@@ -152,6 +154,7 @@ cleanup()
 	# then end whatever still runs in the chroot
 	[ -n "$CHROOT_ROOT" ] && chroot_remove "$CHROOT_ROOT"
 	[ -n "$CHILD" ] && kill -KILL -- "-$CHILD" 2>/dev/null
+	stop_runner
 	stop_preparing
 	if [ -n "$CITUS_BUILD_PID" ]; then
 		kill -TERM -- "-$CITUS_BUILD_PID" 2>/dev/null
@@ -311,10 +314,12 @@ run_one_version()
 		;;
 	esac
 	if [ "${IDEM_PREPARED:-}" = 1 ]; then
-		say "build and install (PostgreSQL $PG_MAJOR, -Wall -Wextra -Werror): done while an earlier version ran"
+		say "build and install (PostgreSQL $PG_MAJOR, -Wall -Wextra -Werror): done ahead, with its chroot"
 	else
 		build_and_install || { fail "build"; finish; }
 	fi
+	# the chroots' runs copy this installation for their major upgrade test
+	[ -n "${IDEM_BUILT_MARK:-}" ] && : >"$IDEM_BUILT_MARK"
 	[ "${IDEM_PREPARE_ONLY:-}" = 1 ] || start_citus_build "$suites"
 	if [ "${IDEM_PREPARE_ONLY:-}" = 1 ]; then
 		# a chroot made ahead (run_all_versions): Citus built too when the
@@ -475,11 +480,28 @@ relabel()
 		-e "s/^failed:(.*)/  pg$1 failed:\1/"
 }
 
+# Count version $1's run (on $2, a name), its log $3 and exit status $4,
+# into this run's: its "ok", "FAILED" and "skipped" lines; a run that
+# failed without saying which test counts as a failure of its own.
+count_version()
+{
+	local v=$1 where=$2 log=$3 rc=$4 p f k
+	count_lines "$log"
+	p=$COUNTED_OK f=$COUNTED_FAILED k=$COUNTED_SKIPPED
+	if [ "$rc" != 0 ] && [ "$f" -eq 0 ] && ! { [ "$p" -eq 0 ] && [ "$k" -gt 0 ]; }; then
+		FAILED=$((FAILED + 1))
+		FAILURES="$FAILURES pg$v/run"
+		printf '  FAILED  pg%s/run (exited %s)\n' "$v" "$rc"
+		f=$((f + 1))
+	fi
+	VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v on $where ($p ok, $f failed, $k skipped)"
+}
+
 # Run version $1's test run (on $2, a name; $3...: the command), showing its output as it
-# goes, then count its "ok", "FAILED" and "skipped" lines into this run's.
+# goes, then count it.
 run_version()
 {
-	local v=$1 where=$2 log=$RUNDIR/pg$1.log rc tailer p f k
+	local v=$1 where=$2 log=$RUNDIR/pg$1.log rc tailer
 	shift 2
 	: >"$log"
 	setsid "$@" >"$log" 2>&1 </dev/null &
@@ -490,16 +512,7 @@ run_version()
 	rc=$?
 	CHILD=""
 	wait "$tailer"
-	count_lines "$log"
-	p=$COUNTED_OK f=$COUNTED_FAILED k=$COUNTED_SKIPPED
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && ! { [ "$p" -eq 0 ] && [ "$k" -gt 0 ]; }; then
-		# it failed without saying which test: count that
-		FAILED=$((FAILED + 1))
-		FAILURES="$FAILURES pg$v/run"
-		printf '  FAILED  pg%s/run (exited %s)\n' "$v" "$rc"
-		f=$((f + 1))
-	fi
-	VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v on $where ($p ok, $f failed, $k skipped)"
+	count_version "$v" "$where" "$log" "$rc"
 }
 
 # Make chroot $1 for version $2: the base system, then the tree
@@ -522,9 +535,9 @@ chroot_setup()
 # run once per Debian release and machine), its packages installed, the
 # extension built and installed (and Citus, for a version with the citus
 # suite), at the lowest CPU and I/O priority so that the running suites
-# keep the machine.  Nothing is tested there: run_in_chroot runs the
-# version's suites in it when its turn comes, and does any step left
-# undone itself.  For each version it leaves in $RUNDIR pgN.made (the
+# keep the machine.  Nothing is tested there: run_in_chroot (in the
+# runner) runs the version's suites in it, and does any step left undone
+# itself.  For each version it leaves in $RUNDIR pgN.made (the
 # chroot exists) and pgN.prepared (everything ran), then pgN.done.
 PREPARE_PID=""
 declare -A PREPARED_ROOT=()
@@ -582,65 +595,179 @@ suites_of()
 	echo "${SUITES_GIVEN:-$(default_suites "$1")}"
 }
 
-# Run version $1's suites ($2) in the chroot of its Debian release that
-# prepare_chroots made (waiting for it), or in one made now.
+# The versions run in chroots are run by a job of their own, the runner
+# (run_chroot_versions), one after another, each as soon as its chroot is
+# prepared: beside the version this system runs, not after it.  One
+# version's run keeps about 1.2 of the 2 cores busy on average (its servers
+# wait on locks, sleeps and timeouts), so two at once take far less time
+# than one after the other, and every version runs beside another's load.
+# Each version's output goes to $RUNDIR/pgN.log, shown when its turn comes
+# (show_version), in order; $RUNDIR/pgN.rc says it ended (its exit status),
+# $RUNDIR/pgN.summary replaces the count when its chroot could not be made.
+RUNNER_PID=""
+RUNNER_ROOT=""
+RUNNER_CHILD=""
+
+# In the runner: version $1's suites ($3) in the chroot prepare_chroots makes
+# at $2 (waiting for it), or in one made now; its output is the log's.
 run_in_chroot()
 {
-	local v=$1 suites=$2 suite root prepared=""
+	local v=$1 root=$2 suites=$3 suite prepared="" rc
 	suite=$(chroot_suite "$v")
-	say "PostgreSQL $v: in a Debian $suite chroot$([ "$v" = 19 ] && echo ' with experimental')"
-	root=${PREPARED_ROOT[$v]:-}
-	CHROOT_ROOT=$root
-	if [ -n "$root" ]; then
-		# nothing else runs now: at the lowest priority, on a loaded machine,
-		# the job could wait for a CPU indefinitely
-		[ -e "$RUNDIR/pg$v.done" ] || session_priority "$PREPARE_PID" 0
+	RUNNER_ROOT=$root
+	echo "$root" >"$RUNDIR/runner.root"
+	# nothing else prepares now: at the lowest priority, on a loaded
+	# machine, the job could wait for a CPU indefinitely
+	if [ ! -e "$RUNDIR/pg$v.done" ] && [ -n "$PREPARE_PID" ]; then
+		session_priority "$PREPARE_PID" 0
 		while [ ! -e "$RUNDIR/pg$v.done" ] && kill -0 "$PREPARE_PID" 2>/dev/null; do
 			sleep 1
 		done
 		session_priority "$PREPARE_PID" 19
-		if [ -e "$RUNDIR/pg$v.prepared" ]; then
-			prepared=1
-			note "chroot made, packages installed and extension built while an earlier version ran"
-		elif [ ! -e "$RUNDIR/pg$v.made" ]; then
-			# not made ahead: make it now
-			rm -rf --one-file-system "$root"
-			root=""
-		fi
 	fi
-	if [ -z "$root" ]; then
+	if [ -e "$RUNDIR/pg$v.prepared" ]; then
+		prepared=1
+		note "chroot made, packages installed and extension built ahead, at the lowest priority"
+	elif [ ! -e "$RUNDIR/pg$v.made" ]; then
+		# not made ahead: make it now
+		rm -rf --one-file-system "$root"
 		root=$(mktemp -d /var/tmp/idempotency-pg"$v".XXXXXX)
-		CHROOT_ROOT=$root
+		RUNNER_ROOT=$root
+		echo "$root" >"$RUNDIR/runner.root"
 		if ! chroot_setup "$root" "$v"; then
 			cat "$RUNDIR/pg$v-chroot.log"
 			if fetch_failed "$RUNDIR/pg$v-chroot.log"; then
-				SKIPPED=$((SKIPPED + 1))
 				printf '  skipped pg%s (Debian %s could not be fetched: not tested)\n' "$v" "$suite"
-				VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v $suite (not fetched: skipped)"
+				echo "pg$v $suite (not fetched: skipped)" >"$RUNDIR/pg$v.summary"
 			else
-				FAILED=$((FAILED + 1))
-				FAILURES="$FAILURES pg$v/chroot"
 				printf '  FAILED  pg%s/chroot\n' "$v"
-				VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }pg$v $suite (chroot failed)"
+				echo "pg$v $suite (chroot failed)" >"$RUNDIR/pg$v.summary"
 			fi
 			chroot_remove "$root"
-			CHROOT_ROOT=""
-			return
+			RUNNER_ROOT=""
+			return 1
 		fi
 	fi
-	# the PostgreSQL this system runs, for the major upgrade test
+	# the PostgreSQL this system runs, for the major upgrade test, once
+	# this system's run (if any) has built and installed the extension
 	case " $suites " in
 	*" tap "*)
-		[ "$v" != "$OLD_MAJOR" ] && ! chroot_add_old_install "$root" "$OLD_MAJOR" &&
-			echo "  (no PostgreSQL $OLD_MAJOR with idempotency installed here: the major upgrade test skips)"
+		if [ "$v" != "$OLD_MAJOR" ]; then
+			while [ ! -e "$RUNDIR/here.built" ] && [ ! -e "$RUNDIR/here.ended" ]; do
+				sleep 1
+			done
+			chroot_add_old_install "$root" "$OLD_MAJOR" ||
+				echo "  (no PostgreSQL $OLD_MAJOR with idempotency installed here: the major upgrade test skips)"
+		fi
 		;;
 	esac
-	run_version "$v" "$suite" bash -c '. test/lib/chroot.sh && chroot_exec "$@"' chroot_exec "$root" \
+	note "started $((SECONDS - START)) s into the whole run"
+	setsid bash -c '. test/lib/chroot.sh && chroot_exec "$@"' chroot_exec "$root" \
 		"IDEM_IN_CHROOT=1 ${prepared:+IDEM_PREPARED=1 }PG_MAJOR=$v IDEM_CITUS_VERSIONS='$IDEM_CITUS_VERSIONS' bash test/run.sh $suites" \
-		"$(chroot_apt_cache "$v")"
+		"$(chroot_apt_cache "$v")" </dev/null &
+	RUNNER_CHILD=$!
+	wait "$RUNNER_CHILD"
+	rc=$?
+	RUNNER_CHILD=""
 	chroot_remove "$root"
-	CHROOT_ROOT=""
+	RUNNER_ROOT=""
+	return "$rc"
 }
+
+# The runner's body: the versions given as "version root suites" triples.
+run_chroot_versions()
+{
+	local v rc
+	trap 'runner_stop' TERM INT
+	trap - EXIT
+	while [ $# -ge 3 ]; do
+		v=$1
+		run_in_chroot "$1" "$2" "$3" >"$RUNDIR/pg$v.log" 2>&1
+		rc=$?
+		echo "$rc" >"$RUNDIR/pg$v.rc.new" && mv "$RUNDIR/pg$v.rc.new" "$RUNDIR/pg$v.rc"
+		shift 3
+	done
+}
+# The runner stopped (the run interrupted): its version's run stops its own
+# servers on SIGTERM; give it the time, then end what is left in the chroot.
+runner_stop()
+{
+	if [ -n "$RUNNER_CHILD" ]; then
+		kill -TERM -- "-$RUNNER_CHILD" 2>/dev/null
+		for _ in $(seq 100); do
+			kill -0 -- "-$RUNNER_CHILD" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -KILL -- "-$RUNNER_CHILD" 2>/dev/null
+	fi
+	[ -n "$RUNNER_ROOT" ] && chroot_remove "$RUNNER_ROOT"
+	exit 1
+}
+start_runner()
+{
+	local v
+	local -a args=()
+	for v in $VERSIONS; do
+		runs_here "$v" && continue
+		args+=("$v" "${PREPARED_ROOT[$v]}" "$(suites_of "$v")")
+	done
+	[ ${#args[@]} -gt 0 ] || return 0
+	# its own session, so that stop_runner reaches all of it; its notes
+	# count their seconds from the whole run's start, as this run's do
+	setsid bash -c '
+		. test/lib/common.sh && . test/lib/chroot.sh && . test/lib/suites.sh || exit 1
+		eval "$(cat)"
+		RUNDIR=$1 PREPARE_PID=$2 IDEM_CITUS_VERSIONS=$3 START=$((-$4))
+		shift 4
+		run_chroot_versions "$@"
+	' runner "$RUNDIR" "$PREPARE_PID" "$IDEM_CITUS_VERSIONS" "$((SECONDS - START))" "${args[@]}" \
+		>"$RUNDIR/runner.log" 2>&1 < <(declare -f chroot_setup run_in_chroot run_chroot_versions runner_stop session_priority) &
+	RUNNER_PID=$!
+}
+stop_runner()
+{
+	[ -n "$RUNNER_PID" ] || return 0
+	kill -TERM -- "-$RUNNER_PID" 2>/dev/null
+	# runner_stop waits up to 20 s for the version's run to stop
+	for _ in $(seq 125); do
+		kill -0 "$RUNNER_PID" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill -KILL -- "-$RUNNER_PID" 2>/dev/null
+	# a chroot it made itself, if it could not remove it
+	[ -s "$RUNDIR/runner.root" ] && chroot_remove "$(cat "$RUNDIR/runner.root")"
+	RUNNER_PID=""
+}
+
+# Show version $1's run, which the runner runs (or ran), as it goes, then
+# count it.
+show_version()
+{
+	local v=$1 suite log=$RUNDIR/pg$1.log watcher tailer rc
+	suite=$(chroot_suite "$v")
+	say "PostgreSQL $v: in a Debian $suite chroot$([ "$v" = 19 ] && echo ' with experimental')"
+	while [ ! -e "$log" ] && kill -0 "$RUNNER_PID" 2>/dev/null; do
+		sleep 1
+	done
+	if [ ! -e "$log" ]; then
+		: >"$log"
+	fi
+	# tail until the runner says the version ended (or the runner did)
+	(while [ ! -e "$RUNDIR/pg$v.rc" ] && kill -0 "$RUNNER_PID" 2>/dev/null; do sleep 1; done) &
+	watcher=$!
+	tail -n +1 -f --pid="$watcher" "$log" 2>/dev/null | relabel "$v" &
+	tailer=$!
+	wait "$watcher"
+	wait "$tailer"
+	if [ -e "$RUNDIR/pg$v.summary" ]; then
+		count_lines "$log"
+		VERSION_SUMMARY="$VERSION_SUMMARY${VERSION_SUMMARY:+, }$(cat "$RUNDIR/pg$v.summary")"
+		return
+	fi
+	rc=$(cat "$RUNDIR/pg$v.rc" 2>/dev/null) || rc="none (the runner ended first: $(tail -n 3 "$RUNDIR/runner.log" | tr '\n' ' '))"
+	count_version "$v" "$suite" "$log" "$rc"
+}
+
 run_all_versions()
 {
 	local v
@@ -649,16 +776,24 @@ run_all_versions()
 	PG_MAJOR=${VERSIONS// /,} # this run's own lines (an interruption) name them all
 	RUNDIR=$(mktemp -d /tmp/idempotency-versions.XXXXXX)
 	prepare_chroots
+	# the chroots' major upgrade test copies this system's version once it
+	# is built (here.built), or as it is (here.ended)
+	local here=""
+	for v in $VERSIONS; do runs_here "$v" && here=1; done
+	[ -n "$here" ] || : >"$RUNDIR/here.ended"
+	start_runner
 	for v in $VERSIONS; do
 		if runs_here "$v"; then
 			say "PostgreSQL $v: on this system ($(host_codename))"
 			# shellcheck disable=SC2046 # the suites: words
 			run_version "$v" "$(host_codename)" env PG_MAJOR="$v" IDEM_CITUS_VERSIONS="$IDEM_CITUS_VERSIONS" \
-				bash test/run.sh $(suites_of "$v")
+				IDEM_BUILT_MARK="$RUNDIR/here.built" bash test/run.sh $(suites_of "$v")
+			: >"$RUNDIR/here.ended"
 		else
-			run_in_chroot "$v" "$(suites_of "$v")"
+			show_version "$v"
 		fi
 	done
+	stop_runner
 	stop_preparing
 	rm -rf "$RUNDIR"
 	echo
