@@ -62,8 +62,9 @@
 #   http       examples/: the Node.js (examples/http), Go (examples/go) and
 #              Java (examples/java) payment services, each against the
 #              conformance suite examples/conformance (node --test), and
-#              the libraries they use: clients/node (node --test, and its
-#              npm pack tarball in a fresh app), clients/go (go test),
+#              the libraries they use: clients/node (node --test, its
+#              types compiled by tsc --strict, its npm pack tarball in a
+#              fresh app), clients/go (go test),
 #              clients/java (the jar, JUnit); the three at once
 #   rust       test/rust.sh: the Rust crate clients/rust (pg-idempotency)
 #              and the Axum service examples/rust, built offline from
@@ -442,8 +443,15 @@ start_citus_build()
 # they start from now inherits it.
 session_priority()
 {
-	local pids
-	pids=$(ps -e -o pid=,sid= | awk -v s="$1" '$2 == s { print $1 }')
+	local pids="" p stat rest
+	# from /proc, not ps: the runner calls this before the first version's
+	# run has installed procps (a fresh machine has none)
+	for p in /proc/[0-9]*; do
+		read -r stat 2>/dev/null <"$p/stat" || continue
+		rest=${stat##*) } # after "pid (comm) ": state ppid pgrp session ...
+		read -r _ _ _ stat _ <<<"$rest"
+		[ "$stat" = "$1" ] && pids="$pids ${p#/proc/}"
+	done
 	[ -n "$pids" ] || return 0
 	# shellcheck disable=SC2086
 	renice -n "$2" -p $pids >/dev/null 2>&1
