@@ -607,10 +607,10 @@ suite_http()
 		return
 	fi
 	note "node $(node --version), modules: $HTTP_MODULES"
-	# the Go and Java toolchains now, before the lanes build with them
+	# the Go and Java toolchains (and TypeScript) now, before the lanes use them
 	if ! apt_install golang-go golang-github-gin-gonic-gin-dev golang-github-lib-pq-dev \
-		default-jdk-headless libpostgresql-jdbc-java junit5 >"$WORK/http_apt.log" 2>&1; then
-		fail "http (could not install Go and Java)"
+		default-jdk-headless libpostgresql-jdbc-java junit5 node-typescript >"$WORK/http_apt.log" 2>&1; then
+		fail "http (could not install Go, Java and TypeScript)"
 		cat "$WORK/http_apt.log"
 		return
 	fi
@@ -713,6 +713,13 @@ http_node_library()
 	else
 		fail "http/node/lib"
 		cat "$log.log"
+	fi
+	# the TypeScript types: test/types.check.js (Debian's node-typescript)
+	if run_logged "$log.types.log" env -C "$WORK/clients/node" node test/types.check.js; then
+		pass "http/node/types (index.d.ts: $(grep -c '^ok: ' "$log.types.log") checks, $(sed -n 's/.*(TypeScript \([^,]*\),.*/TypeScript \1/p' "$log.types.log"))"
+	else
+		fail "http/node/types"
+		cat "$log.types.log"
 	fi
 	t0=$SECONDS
 	if run_logged "$log.pack.log" "$@" test/pack.test.js; then
