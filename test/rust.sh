@@ -25,7 +25,9 @@
 # failure.  Everything it starts (the server, services the suite left) is
 # stopped on exit.  As root, on Debian trixie or later (bookworm ships no
 # librust-axum-dev 0.7): test/run.sh's trixie chroot for PostgreSQL 17.
-# CPU-heavy steps run at nice 19.  A WORKDIR used before keeps its build
+# It runs at its caller's priority: test/run.sh builds ahead at nice 19
+# and raises the build's priority when a version waits for it, then runs
+# the tests at the priority of the run.  A WORKDIR used before keeps its build
 # (cargo's target directory: the next build is incremental); the server and
 # the logs are made anew.
 set -uo pipefail
@@ -61,9 +63,6 @@ tail_logs() {
 		tail -n 40 "$f"
 	done
 }
-# a command or function at nice 19, idle I/O class (a busy machine's
-# other work first)
-heavy() { (renice -n 19 -p "$BASHPID" >/dev/null 2>&1; ionice -c 3 -p "$BASHPID" 2>/dev/null; "$@"); }
 
 # A command in a process group of its own, so that what it leaves running
 # (services a test file did not stop) can be ended with it.
@@ -98,7 +97,7 @@ finish() {
 # ---- 1. packages, the extension ------------------------------------------
 t0=$SECONDS
 # shellcheck disable=SC2086 # a list of package names
-if ! heavy apt_install $RUST_PACKAGES >"$WORK/apt.log" 2>&1; then
+if ! apt_install $RUST_PACKAGES >"$WORK/apt.log" 2>&1; then
 	fail "rust (apt-get install)"
 	tail_logs "$WORK/apt.log"
 	finish
@@ -109,8 +108,8 @@ if [ ! -f "$("$PG_BIN/pg_config" --sharedir)/extension/idempotency.control" ]; t
 	rm -rf "$WORK/ext" && mkdir -p "$WORK/ext"
 	tar --exclude=./.git --exclude='./clients/rust/target' --exclude='./examples/rust/target' -cf - . |
 		tar -C "$WORK/ext" -xf -
-	if ! heavy apt_install make gcc libc6-dev "postgresql-server-dev-$PG_MAJOR" >"$WORK/ext.log" 2>&1 ||
-		! heavy make -C "$WORK/ext" -s PG_CONFIG="$PG_BIN/pg_config" >>"$WORK/ext.log" 2>&1 ||
+	if ! apt_install make gcc libc6-dev "postgresql-server-dev-$PG_MAJOR" >"$WORK/ext.log" 2>&1 ||
+		! make -C "$WORK/ext" -s PG_CONFIG="$PG_BIN/pg_config" >>"$WORK/ext.log" 2>&1 ||
 		! make -C "$WORK/ext" -s PG_CONFIG="$PG_BIN/pg_config" install >>"$WORK/ext.log" 2>&1; then
 		fail "rust (build and install the extension)"
 		tail_logs "$WORK/ext.log"
@@ -139,8 +138,8 @@ directory = "/usr/share/cargo/registry"
 offline = true
 CONF
 t0=$SECONDS
-if heavy cargo build --offline --manifest-path "$WORK/tree/examples/rust/Cargo.toml" >"$WORK/build.log" 2>&1 &&
-	heavy cargo test --offline --no-run --manifest-path "$WORK/tree/clients/rust/Cargo.toml" >>"$WORK/build.log" 2>&1; then
+if cargo build --offline --manifest-path "$WORK/tree/examples/rust/Cargo.toml" >"$WORK/build.log" 2>&1 &&
+	cargo test --offline --no-run --manifest-path "$WORK/tree/clients/rust/Cargo.toml" >>"$WORK/build.log" 2>&1; then
 	if grep -q '^warning' "$WORK/build.log"; then
 		fail "rust/build (warnings)"
 		grep -A 8 '^warning' "$WORK/build.log"
@@ -173,7 +172,7 @@ chown postgres:postgres "$WORK" "$WORK/tmp"
 chmod 755 "$WORK"
 port=$(free_port 55538)
 db=examples_rust
-if ! heavy start_server "$WORK/data" "$port" >"$WORK/server.log" 2>&1 ||
+if ! start_server "$WORK/data" "$port" >"$WORK/server.log" 2>&1 ||
 	! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
 		-c "CREATE ROLE payments_service LOGIN" -c "CREATE DATABASE $db" >>"$WORK/server.log" 2>&1 ||
 	! as_postgres psql -X -q -h "$WORK" -p "$port" -d "$db" -v service_role=payments_service \
@@ -186,7 +185,7 @@ fi
 # ---- 4. cargo test against it ----------------------------------------------
 t0=$SECONDS
 if run_logged "$WORK/cargo_test.log" env IDEM_TEST_DATABASE_URL="postgresql://payments_service@127.0.0.1:$port/$db" \
-	nice -n 19 ionice -c 3 cargo test --offline --manifest-path "$WORK/tree/clients/rust/Cargo.toml"; then
+	cargo test --offline --manifest-path "$WORK/tree/clients/rust/Cargo.toml"; then
 	if grep -q '^skipped' "$WORK/cargo_test.log"; then
 		fail "rust/cargo-test (the database tests were skipped)"
 	else
