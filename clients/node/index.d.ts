@@ -168,7 +168,8 @@ export function idempotency<Req extends IncomingMessage = IncomingMessage>(optio
 export function sendProblem(res: ServerResponse, status: number, title: string, detail: string,
   headers?: Record<string, string>): void;
 
-declare module 'node:http' {
+// (@types/node declares the class in 'http'; 'node:http' re-exports it)
+declare module 'http' {
   interface IncomingMessage {
     /** Set by the middleware for the handler of a claimed request. */
     idempotency?: Claim;

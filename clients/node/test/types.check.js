@@ -5,12 +5,13 @@
 // error, and the values index.d.ts exports must be exactly those index.js
 // exports.  Needs TypeScript: npm's typescript, or Debian's node-typescript
 // (/usr/share/nodejs/typescript).  Run: node test/types.check.js
+const fs = require('node:fs');
 const path = require('node:path');
 
 function load(names) {
   for (const n of names) {
     try {
-      return require(n);
+      return { mod: require(n), file: require.resolve(n) };
     } catch (err) {
       if (err.code !== 'MODULE_NOT_FOUND') throw err;
     }
@@ -18,7 +19,8 @@ function load(names) {
   return null;
 }
 
-const ts = load(['typescript', '/usr/share/nodejs/typescript']);
+const found = load(['typescript', '/usr/share/nodejs/typescript']);
+const ts = found && found.mod;
 if (!ts) {
   console.error('not ok: no TypeScript (npm install --no-save typescript, or apt install node-typescript)');
   process.exit(1);
@@ -26,13 +28,17 @@ if (!ts) {
 
 const root = path.resolve(__dirname, '..');
 const files = [path.join(__dirname, 'types', 'usage.ts')];
-// @types/node where it is installed; else the few 'node:http' types named
+// @types/node where it is installed (npm's, or Debian's nodejs package's
+// beside its node-typescript: /usr/share/nodejs/@types/node); else the few
+// 'node:http' types named
 let nodeTypes = null;
 try {
   nodeTypes = path.dirname(require.resolve('@types/node/package.json'));
 } catch {
-  files.push(path.join(__dirname, 'types', 'node-http.d.ts'));
+  const beside = path.join(path.dirname(found.file), '..', '..', '@types', 'node');
+  if (fs.existsSync(path.join(beside, 'package.json'))) nodeTypes = path.resolve(beside);
 }
+if (!nodeTypes) files.push(path.join(__dirname, 'types', 'node-http.d.ts'));
 const options = {
   strict: true,
   noEmit: true,

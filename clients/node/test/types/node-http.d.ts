@@ -1,7 +1,7 @@
-// The little of @types/node's 'node:http' that index.d.ts and usage.ts
-// name, for a machine without @types/node (Debian packages none):
-// ../types.check.js uses it only when @types/node is not found.
-declare module 'node:http' {
+// The little of @types/node's 'http' that index.d.ts and usage.ts name,
+// laid out as @types/node lays it out ('node:http' re-exports 'http'), for
+// a machine without @types/node: ../types.check.js uses it only then.
+declare module 'http' {
   class IncomingMessage {
     headers: Record<string, string | string[] | undefined>;
     method?: string;
@@ -12,4 +12,7 @@ declare module 'node:http' {
     setHeader(name: string, value: number | string | readonly string[]): this;
     end(chunk?: unknown): this;
   }
+}
+declare module 'node:http' {
+  export * from 'http';
 }
