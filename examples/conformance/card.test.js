@@ -65,8 +65,8 @@ test('a retry that arrives during the card call waits for it: 201 with the first
     // (await_result) in the database.
     retry = lib.pay(b, req);
     await lib.waitFor("the retry's claim waiting for the first request", async () =>
-      Number(await lib.psql(`SELECT count(*) FROM pg_stat_activity
-                             WHERE wait_event_type = 'Extension' AND query LIKE '%await_result%'`)) > 0);
+      Number(await lib.psql(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+                             AND wait_event_type = 'Extension' AND query LIKE '%await_result%'`)) > 0);
   } finally {
     network.release();
   }

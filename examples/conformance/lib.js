@@ -189,11 +189,13 @@ async function lockPayments() {
   };
 }
 
-// Waits until some session's INSERT INTO payments waits for a lock.
+// Waits until some session's INSERT INTO payments, in this database, waits
+// for a lock (pg_stat_activity lists every database's sessions: another
+// service's suite may run at once on the same server).
 function waitForBlockedInsert() {
   return waitFor('an INSERT INTO payments waiting for the lock', async () =>
-    Number(await psql(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
-                       AND query ILIKE '%INSERT INTO payments%'`)) > 0);
+    Number(await psql(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+                       AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO payments%'`)) > 0);
 }
 
 // ---- the fake card network -----------------------------------------------
