@@ -9,8 +9,8 @@ import java.util.Map;
 
 /**
  * An answer in application/problem+json (RFC 9457): throw it from a scope
- * function, a validator or a handler behind {@link IdempotencyFilter}, and
- * the filter sends it (after rolling the claim back or recording it failed,
+ * function, a validator or a handler behind {@link IdempotencyFilter} (or
+ * IdempotencyServletFilter), and the filter sends it (after rolling the claim back or recording it failed,
  * retryable).
  */
 public class Problem extends RuntimeException {
