@@ -541,26 +541,37 @@ http_go_library()
 
 # Builds the Java library clients/java into $WORK/java/idempotency-0.4.0.jar
 # (javac -Werror, then jar with its manifest) and compiles its JUnit 5 tests
-# (Debian's junit5) into $WORK/java/test-classes.
+# (Debian's junit5) into $WORK/java/test-classes.  The jar's classes but
+# IdempotencyServletFilter's are compiled without the servlet API on the
+# class path (the jar works without it); that filter after them, against
+# Debian's jakarta.servlet 5.0 API (libjakarta-servlet-api-java); its tests
+# against embedded Tomcat (libtomcat10-embed-java).
 build_java_client()
 {
 	local dir=$WORK/java
 	rm -rf "$dir" && mkdir -p "$dir/classes" "$dir/test-classes" || return 1
 	# shellcheck disable=SC2046 # the file names have no spaces
 	javac -Xlint:all,-serial -Werror -d "$dir/classes" -cp /usr/share/java/postgresql.jar \
-		$(find "$WORK/clients/java/src" -name '*.java') &&
+		$(find "$WORK/clients/java/src" -name '*.java' ! -name 'IdempotencyServlet*') &&
+		javac -Xlint:all,-serial -Werror -d "$dir/classes" \
+			-cp "$dir/classes:/usr/share/java/postgresql.jar:/usr/share/java/jakarta-servlet-api.jar" \
+			$(find "$WORK/clients/java/src" -name 'IdempotencyServlet*.java') &&
 		jar --create --file "$dir/idempotency-0.4.0.jar" --manifest "$WORK/clients/java/MANIFEST.MF" \
 			-C "$dir/classes" . &&
 		javac -Xlint:all,-serial -Werror -d "$dir/test-classes" \
-			-cp "$dir/idempotency-0.4.0.jar:/usr/share/java/postgresql.jar:/usr/share/java/junit-jupiter-api.jar:/usr/share/java/apiguardian-api.jar" \
+			-cp "$dir/idempotency-0.4.0.jar:/usr/share/java/postgresql.jar:/usr/share/java/junit-jupiter-api.jar:/usr/share/java/apiguardian-api.jar:/usr/share/java/tomcat10-embed-core.jar" \
 			$(find "$WORK/clients/java/test" -name '*.java')
 }
+
+# The Debian packages the Java library, its tests and examples/java need.
+JAVA_PACKAGES="default-jdk-headless libpostgresql-jdbc-java junit5 libjakarta-servlet-api-java libtomcat10-embed-java libjakarta-annotation-api-java"
 
 # Builds examples/java with javac (Debian's JDK and PostgreSQL JDBC driver)
 # against the library's jar (build_java_client) into $WORK/java-classes.
 build_java_example()
 {
-	apt_install default-jdk-headless libpostgresql-jdbc-java junit5 || return 1
+	# shellcheck disable=SC2086 # a list of names
+	apt_install $JAVA_PACKAGES || return 1
 	build_java_client || return 1
 	rm -rf "$WORK/java-classes"
 	# shellcheck disable=SC2046 # the file names have no spaces
@@ -570,16 +581,19 @@ build_java_example()
 }
 
 # The Java library's JUnit 5 tests (the jar on the class path) against
-# database $2 on port $1, as the service role.
+# database $2 on port $1, as the service role: IdempotencyFilter on the
+# JDK's HTTP server, IdempotencyServletFilter in embedded Tomcat (which
+# needs the jakarta.annotation API), and the jar in a JVM without the
+# servlet API.
 test_java_client()
 {
 	if run_logged "$WORK/http_java_junit.log" env PGHOST=127.0.0.1 PGPORT="$1" \
 		PGUSER=payments_service PGDATABASE="$2" \
 		java -jar /usr/share/java/junit-platform-console-standalone.jar --disable-banner \
 		--disable-ansi-colors --details=tree --fail-if-no-tests \
-		-cp "$WORK/java/idempotency-0.4.0.jar:$WORK/java/test-classes:/usr/share/java/postgresql.jar" \
+		-cp "$WORK/java/idempotency-0.4.0.jar:$WORK/java/test-classes:/usr/share/java/postgresql.jar:/usr/share/java/tomcat10-embed-core.jar:/usr/share/java/jakarta-annotation-api.jar" \
 		--scan-classpath "$WORK/java/test-classes"; then
-		pass "http/java/junit ($(grep -Eo '[0-9]+ tests successful' "$WORK/http_java_junit.log"), clients/java)"
+		pass "http/java/junit ($(grep -Eo '[0-9]+ tests successful' "$WORK/http_java_junit.log"), clients/java: the JDK's HTTP server and Tomcat)"
 	else
 		fail "http/java/junit"
 		cat "$WORK/http_java_junit.log"
@@ -608,8 +622,9 @@ suite_http()
 	fi
 	note "node $(node --version), modules: $HTTP_MODULES"
 	# the Go and Java toolchains (and TypeScript) now, before the lanes use them
+	# shellcheck disable=SC2086 # a list of names
 	if ! apt_install golang-go golang-github-gin-gonic-gin-dev golang-github-lib-pq-dev \
-		default-jdk-headless libpostgresql-jdbc-java junit5 node-typescript >"$WORK/http_apt.log" 2>&1; then
+		$JAVA_PACKAGES node-typescript >"$WORK/http_apt.log" 2>&1; then
 		fail "http (could not install Go, Java and TypeScript)"
 		cat "$WORK/http_apt.log"
 		return

@@ -6,7 +6,9 @@ import java.sql.SQLException;
 
 /**
  * The claim behind a request that {@link IdempotencyFilter} let through to
- * its handler: {@code Claimed.of(exchange)}.  The handler does its work in
+ * its handler: {@code Claimed.of(exchange)} (behind IdempotencyServletFilter:
+ * {@code IdempotencyServletFilter.claimOf(request)}, the request attribute
+ * {@link #ATTRIBUTE}).  The handler does its work in
  * {@link #transaction()} and ends with {@link #respond}; the filter then
  * completes the key in that transaction, commits and sends the stored text.
  * A handler that throws {@link Problem} (or answers by itself) has failed:
@@ -14,7 +16,7 @@ import java.sql.SQLException;
  * committed claim, records it failed and retryable.
  */
 public final class Claimed {
-    /** The exchange attribute holding the claim. */
+    /** The exchange (or servlet request) attribute holding the claim. */
     public static final String ATTRIBUTE = "idempotency.claimed";
 
     private final String key;

@@ -5,10 +5,11 @@ import java.sql.SQLException;
 import javax.sql.DataSource;
 
 /**
- * Where {@link IdempotencyFilter} and {@link Heartbeats} get their
- * connections: {@link ConnectionPool}, or any {@link DataSource} (HikariCP,
- * PGSimpleDataSource) through {@link #of(DataSource)}.  A connection is
- * borrowed in autocommit mode and handed back the same way.
+ * Where {@link IdempotencyFilter}, IdempotencyServletFilter and
+ * {@link Heartbeats} get their connections: {@link ConnectionPool}, or any
+ * {@link DataSource} (HikariCP, PGSimpleDataSource, a container's) through
+ * {@link #of(DataSource)}.  A connection is borrowed in autocommit mode and
+ * handed back the same way.
  */
 public interface ConnectionSource {
     /** A connection in autocommit mode; hand it back with {@link #release}. */

@@ -3,8 +3,9 @@ package idempotency;
 import java.time.Duration;
 
 /**
- * One request's outcome, given to {@link IdempotencyFilter#onOutcome} once
- * its answer is ready, just before it is sent.
+ * One request's outcome, given to {@link IdempotencyFilter#onOutcome} (and
+ * IdempotencyServletFilter's) once its answer is ready, just before it is
+ * sent.
  *
  * @param outcome   what happened
  * @param status    the HTTP status sent

@@ -9,8 +9,8 @@ import java.util.Map;
 
 /**
  * An answer in application/problem+json (RFC 9457): throw it from a scope
- * function, a validator or a handler behind {@link IdempotencyFilter}, and
- * the filter sends it (after rolling the claim back or recording it failed,
+ * function, a validator or a handler behind {@link IdempotencyFilter} (or
+ * IdempotencyServletFilter), and the filter sends it (after rolling the claim back or recording it failed,
  * retryable).
  */
 public class Problem extends RuntimeException {
@@ -57,12 +57,8 @@ public class Problem extends RuntimeException {
 
     /** Sends it and closes the exchange. */
     public void send(HttpExchange ex) throws IOException {
-        headers.forEach((n, v) -> ex.getResponseHeaders().set(n, v));
-        byte[] bytes = json().getBytes(StandardCharsets.UTF_8);
-        ex.getResponseHeaders().set("Content-Type", "application/problem+json");
-        ex.sendResponseHeaders(status, bytes.length);
-        ex.getResponseBody().write(bytes);
-        ex.close();
+        IdempotencyFilter.send(ex, status, headers, "application/problem+json",
+                               json().getBytes(StandardCharsets.UTF_8));
     }
 
     /**
