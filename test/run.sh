@@ -328,7 +328,7 @@ run_one_version()
 		case " $suites " in
 		*" citus "*)
 			if [ ! -f "$("$PG_BIN/pg_config" --pkglibdir)/citus.so" ] && [ -f ../shared/citus/build.sh ]; then
-				PG_CONFIG="$PG_BIN/pg_config" bash ../shared/citus/build.sh || exit 1
+				PG_CONFIG="$PG_BIN/pg_config" COPT="$DEP_COPT" bash ../shared/citus/build.sh || exit 1
 			fi
 			;;
 		esac
@@ -432,7 +432,7 @@ start_citus_build()
 	case " $1 " in *" citus "*) ;; *) return 0 ;; esac
 	[ -f ../shared/citus/build.sh ] && [ ! -f "$("$PG_BIN/pg_config" --pkglibdir)/citus.so" ] || return 0
 	CITUS_BUILD_LOG=$(mktemp /tmp/idempotency-citus.XXXXXX)
-	setsid nice -n 19 ionice -c 2 -n 7 env PG_CONFIG="$PG_BIN/pg_config" bash ../shared/citus/build.sh \
+	setsid nice -n 19 ionice -c 2 -n 7 env PG_CONFIG="$PG_BIN/pg_config" COPT="$DEP_COPT" bash ../shared/citus/build.sh \
 		>"$CITUS_BUILD_LOG" 2>&1 </dev/null &
 	CITUS_BUILD_PID=$!
 }

@@ -128,6 +128,10 @@ SRC
 	rm -f "$root/etc/apt/apt.conf.d/docker-clean"
 	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 	chmod 755 "$root/usr/sbin/policy-rc.d"
+	# dpkg without an fsync per file (the chroot is thrown away after its
+	# run), and without man pages: nothing reads them here
+	echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/idempotency-unsafe-io"
+	echo 'path-exclude=/usr/share/man/*' >"$root/etc/dpkg/dpkg.cfg.d/idempotency-no-man"
 	# downloaded packages kept between runs, one cache per suite
 	mkdir -p "$(chroot_apt_cache "$major")/partial"
 }
