@@ -28,7 +28,8 @@
 # The chroots are made, their packages installed and the extension (Citus,
 # the Rust crates) built ahead, at the lowest priority, while 15 runs here
 # (prepare_chroots); each chroot's version runs as soon as its chroot is
-# ready, one at a time, beside 15 (the runner, start_runner), its output
+# ready, one at a time beside 15 and two at a time once 15 has ended (the
+# runner, start_runner), its output
 # shown when its turn comes, in version order.
 # A version whose Debian packages cannot be fetched is reported and counted
 # as skipped, never as passed.
@@ -328,7 +329,7 @@ run_one_version()
 		case " $suites " in
 		*" citus "*)
 			if [ ! -f "$("$PG_BIN/pg_config" --pkglibdir)/citus.so" ] && [ -f ../shared/citus/build.sh ]; then
-				PG_CONFIG="$PG_BIN/pg_config" COPT="$DEP_COPT" bash ../shared/citus/build.sh || exit 1
+				env PG_CONFIG="$PG_BIN/pg_config" "${CITUS_BUILD_ENV[@]}" bash ../shared/citus/build.sh || exit 1
 			fi
 			;;
 		esac
@@ -432,7 +433,7 @@ start_citus_build()
 	case " $1 " in *" citus "*) ;; *) return 0 ;; esac
 	[ -f ../shared/citus/build.sh ] && [ ! -f "$("$PG_BIN/pg_config" --pkglibdir)/citus.so" ] || return 0
 	CITUS_BUILD_LOG=$(mktemp /tmp/idempotency-citus.XXXXXX)
-	setsid nice -n 19 ionice -c 2 -n 7 env PG_CONFIG="$PG_BIN/pg_config" COPT="$DEP_COPT" bash ../shared/citus/build.sh \
+	setsid nice -n 19 ionice -c 2 -n 7 env PG_CONFIG="$PG_BIN/pg_config" "${CITUS_BUILD_ENV[@]}" bash ../shared/citus/build.sh \
 		>"$CITUS_BUILD_LOG" 2>&1 </dev/null &
 	CITUS_BUILD_PID=$!
 }
@@ -604,14 +605,16 @@ suites_of()
 }
 
 # The versions run in chroots are run by a job of their own, the runner
-# (run_chroot_versions), one after another, each as soon as its chroot is
-# prepared: beside the version this system runs, not after it.  One
-# version's run keeps about 1.2 of the 2 cores busy on average (its servers
-# wait on locks, sleeps and timeouts), so two at once take far less time
-# than one after the other, and every version runs beside another's load.
-# Each version's output goes to $RUNDIR/pgN.log, shown when its turn comes
-# (show_version), in order; $RUNDIR/pgN.rc says it ended (its exit status),
-# $RUNDIR/pgN.summary replaces the count when its chroot could not be made.
+# (run_chroot_versions), in order, each as soon as its chroot is prepared:
+# beside the version this system runs, not after it, and two at once once
+# this system's version has ended.  One version's run keeps about 1.2 of
+# the 2 cores busy on average (its servers wait on locks, sleeps and
+# timeouts), so two at once take far less time than one after the other,
+# and every version runs beside another's load.  Each version's output
+# goes to $RUNDIR/pgN.log, shown when its turn comes (show_version), in
+# order; $RUNDIR/pgN.rc says it ended (its exit status), $RUNDIR/pgN.summary
+# replaces the count when its chroot could not be made, $RUNDIR/pgN.root
+# names its chroot while it has one.
 RUNNER_PID=""
 RUNNER_ROOT=""
 RUNNER_CHILD=""
@@ -623,7 +626,7 @@ run_in_chroot()
 	local v=$1 root=$2 suites=$3 suite prepared="" rc
 	suite=$(chroot_suite "$v")
 	RUNNER_ROOT=$root
-	echo "$root" >"$RUNDIR/runner.root"
+	echo "$root" >"$RUNDIR/pg$v.root"
 	# nothing else prepares now: at the lowest priority, on a loaded
 	# machine, the job could wait for a CPU indefinitely
 	if [ ! -e "$RUNDIR/pg$v.done" ] && [ -n "$PREPARE_PID" ]; then
@@ -631,7 +634,9 @@ run_in_chroot()
 		while [ ! -e "$RUNDIR/pg$v.done" ] && kill -0 "$PREPARE_PID" 2>/dev/null; do
 			sleep 1
 		done
-		session_priority "$PREPARE_PID" 19
+		# back to the lowest while this system's version runs; after it,
+		# what is prepared is waited for
+		[ -e "$RUNDIR/here.ended" ] || session_priority "$PREPARE_PID" 19
 	fi
 	if [ -e "$RUNDIR/pg$v.prepared" ]; then
 		prepared=1
@@ -641,7 +646,7 @@ run_in_chroot()
 		rm -rf --one-file-system "$root"
 		root=$(mktemp -d /var/tmp/idempotency-pg"$v".XXXXXX)
 		RUNNER_ROOT=$root
-		echo "$root" >"$RUNDIR/runner.root"
+		echo "$root" >"$RUNDIR/pg$v.root"
 		if ! chroot_setup "$root" "$v"; then
 			cat "$RUNDIR/pg$v-chroot.log"
 			if fetch_failed "$RUNDIR/pg$v-chroot.log"; then
@@ -682,22 +687,49 @@ run_in_chroot()
 	return "$rc"
 }
 
-# The runner's body: the versions given as "version root suites" triples.
+# The runner's body: the versions given as "version root suites" triples,
+# each run by a lane of its own (a subshell): one lane at a time while this
+# system's version runs, two once it has ended (here.ended).
+RUNNER_LANES=()
 run_chroot_versions()
 {
-	local v rc
-	trap 'runner_stop' TERM INT
+	trap 'runner_lanes_stop' TERM INT
 	trap - EXIT
 	while [ $# -ge 3 ]; do
-		v=$1
-		run_in_chroot "$1" "$2" "$3" >"$RUNDIR/pg$v.log" 2>&1
-		rc=$?
-		echo "$rc" >"$RUNDIR/pg$v.rc.new" && mv "$RUNDIR/pg$v.rc.new" "$RUNDIR/pg$v.rc"
+		while [ "$(runner_lanes)" -ge "$([ -e "$RUNDIR/here.ended" ] && echo 2 || echo 1)" ]; do
+			sleep 1
+		done
+		(
+			trap 'runner_stop' TERM INT
+			run_in_chroot "$1" "$2" "$3" >"$RUNDIR/pg$1.log" 2>&1
+			echo "$?" >"$RUNDIR/pg$1.rc.new" && mv "$RUNDIR/pg$1.rc.new" "$RUNDIR/pg$1.rc"
+		) &
+		RUNNER_LANES+=($!)
 		shift 3
 	done
+	wait
 }
-# The runner stopped (the run interrupted): its version's run stops its own
-# servers on SIGTERM; give it the time, then end what is left in the chroot.
+# How many of the runner's lanes still run.
+runner_lanes()
+{
+	local p n=0
+	for p in "${RUNNER_LANES[@]}"; do
+		kill -0 "$p" 2>/dev/null && n=$((n + 1))
+	done
+	echo "$n"
+}
+# The runner stopped (the run interrupted): each lane stops (runner_stop).
+runner_lanes_stop()
+{
+	local p
+	for p in "${RUNNER_LANES[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	wait
+	exit 1
+}
+# A lane stopped: its version's run stops its own servers on SIGTERM; give
+# it the time, then end what is left in the chroot.
 runner_stop()
 {
 	if [ -n "$RUNNER_CHILD" ]; then
@@ -729,21 +761,25 @@ start_runner()
 		shift 4
 		run_chroot_versions "$@"
 	' runner "$RUNDIR" "$PREPARE_PID" "$IDEM_CITUS_VERSIONS" "$((SECONDS - START))" "${args[@]}" \
-		>"$RUNDIR/runner.log" 2>&1 < <(declare -f chroot_setup run_in_chroot run_chroot_versions runner_stop session_priority) &
+		>"$RUNDIR/runner.log" 2>&1 < <(declare -f chroot_setup run_in_chroot run_chroot_versions runner_lanes runner_lanes_stop runner_stop \
+			session_priority) &
 	RUNNER_PID=$!
 }
 stop_runner()
 {
+	local f
 	[ -n "$RUNNER_PID" ] || return 0
 	kill -TERM -- "-$RUNNER_PID" 2>/dev/null
-	# runner_stop waits up to 20 s for the version's run to stop
+	# runner_stop waits up to 20 s for each lane's version's run to stop
 	for _ in $(seq 125); do
 		kill -0 "$RUNNER_PID" 2>/dev/null || break
 		sleep 0.2
 	done
 	kill -KILL -- "-$RUNNER_PID" 2>/dev/null
-	# a chroot it made itself, if it could not remove it
-	[ -s "$RUNDIR/runner.root" ] && chroot_remove "$(cat "$RUNDIR/runner.root")"
+	# the chroots of its lanes, where they could not remove them
+	for f in "$RUNDIR"/pg*.root; do
+		[ -s "$f" ] && chroot_remove "$(cat "$f")"
+	done
 	RUNNER_PID=""
 }
 

@@ -1010,7 +1010,7 @@ suite_citus()
 			return
 		fi
 		note "Citus is not installed in $pkglib: running $build"
-		if ! run_logged "$WORK/citus_build.log" env PG_CONFIG="$PG_BIN/pg_config" COPT="$DEP_COPT" bash "$build"; then
+		if ! run_logged "$WORK/citus_build.log" env PG_CONFIG="$PG_BIN/pg_config" "${CITUS_BUILD_ENV[@]}" bash "$build"; then
 			fail "citus (build.sh failed)"
 			tail_logs "$WORK/citus_build.log"
 			return
