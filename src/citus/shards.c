@@ -564,6 +564,33 @@ LocalShards(Oid nspid, Oid relid)
 }
 
 /*
+ * The tables in a publication of Citus's shard transfers by logical
+ * replication (citus_shard_move_publication_..., citus_shard_split_
+ * publication_...: the prefixes of 13.2.2 and 14.0.1), as of the active
+ * snapshot; NIL when there is none, as almost always.  Called inside SPI.
+ */
+static List *
+TransferPublished(void)
+{
+	List	   *relids = NIL;
+
+	if (SPI_execute("SELECT r.prrelid FROM pg_catalog.pg_publication_rel r"
+					" JOIN pg_catalog.pg_publication p ON p.oid OPERATOR(pg_catalog.=) r.prpubid"
+					" WHERE p.pubname OPERATOR(pg_catalog.~) '^citus_shard_(move|split)_publication_'",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_publication_rel");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			relids = lappend_oid(relids, DatumGetObjectId(d));
+	}
+	return relids;
+}
+
+/*
  * Is idempotency_keys (relid) a Citus table, as of the active snapshot (so
  * that only shards hold rows)?  Only one hash-distributed will do: its
  * shards are expired on the node that holds them (LocalShards); a reference
@@ -627,13 +654,19 @@ KeysDistributed(Oid relid)
  * cannot last unseen (SHARE UPDATE EXCLUSIVE is held by a vacuum or a
  * metadata change, which end).
  * Otherwise (idem_expire()) the locks are waited for, as any statement's,
- * and a shard dropped meanwhile is left out.  Called inside SPI.
+ * and a shard dropped meanwhile is left out.  Either way a shard that a
+ * shard transfer's publication holds is left out (below).  Called inside
+ * SPI.
  */
 IdemExpiryTarget
 IdemCitusExpiryTargets(Oid nspid, Oid relid, bool skip_locked, List **shards)
 {
 	List	   *names;
+	List	   *held = NIL;		/* the shards locked, and their oids */
+	List	   *held_oids = NIL;
+	List	   *publishing;
 	ListCell   *lc;
+	ListCell   *lo;
 	bool		distributed;
 
 	*shards = NIL;
@@ -706,6 +739,40 @@ IdemCitusExpiryTargets(Oid nspid, Oid relid, bool skip_locked, List **shards)
 					(errmsg("idempotency: expiry skipped shard \"%s\" in this pass: it is locked by another transaction or gone",
 							rv->relname),
 					 errdetail("A shard move, split or the cleanup of a moved shard is under way; the next pass tries again.")));
+			continue;
+		}
+		held = lappend(held, rv);
+		held_oids = lappend_oid(held_oids, shard);
+	}
+	if (held == NIL)
+		return IDEM_EXPIRY_SHARDS;
+
+	/*
+	 * Then the shards a transfer by logical replication publishes (a move or
+	 * split under way, or its publication not yet dropped): left out too.
+	 * Citus drops the publication when the transfer ends, and a write to one
+	 * of its tables while the drop commits can fail in PostgreSQL's own
+	 * lookup of the table's publications (XX000 "cache lookup failed for
+	 * publication", seen once on 15 during a rebalance); the shard's lock
+	 * does not conflict with the drop.  Read under the latest snapshot,
+	 * after the locks; the invalidations of a drop it no longer sees are
+	 * then taken in, so that the batch's statement builds the shard's
+	 * publications from the catalogs as they are now.
+	 */
+	PushActiveSnapshot(GetLatestSnapshot());
+	publishing = TransferPublished();
+	PopActiveSnapshot();
+	AcceptInvalidationMessages();
+	forboth(lc, held, lo, held_oids)
+	{
+		RangeVar   *rv = (RangeVar *) lfirst(lc);
+
+		if (list_member_oid(publishing, lfirst_oid(lo)))
+		{
+			ereport(DEBUG1,
+					(errmsg("idempotency: expiry skipped shard \"%s\" in this pass: a shard transfer publishes it",
+							rv->relname),
+					 errdetail("A shard move or split by logical replication is under way, or its publication is not dropped yet; the next pass tries again.")));
 			continue;
 		}
 		*shards = lappend(*shards, psprintf("%s.%s", quote_identifier(rv->schemaname),

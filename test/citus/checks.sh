@@ -855,6 +855,53 @@ else
 	done | sed 's/^/# /'
 fi
 
+# 12b. a shard that a shard transfer's publication holds (a move or split by
+# logical replication under way) is left out of expiry until the
+# publication is dropped: a write there while Citus drops it can fail in
+# PostgreSQL's lookup of the table's publications ("cache lookup failed for
+# publication", a worker ERROR seen once during citus/expiry-changing's
+# rebalance).  On worker1, a publication named as Citus names them holds
+# the shard of one scope; a stale lease there stays while one of another
+# shard on worker1 expires, and expires once the publication is dropped
+expiry_publication()
+{
+	local check=citus/expiry-publication log=$OUT/expiry-publication.log s c sc i shard got=""
+	s=$(scope_on worker1 "pb-")
+	for i in $(seq 1 200); do
+		c=$(scope_on worker1 "pc$i-") || continue
+		[ "$(qv coordinator "SELECT get_shard_id_for_distribution_column('idempotency_keys', '$s')
+			<> get_shard_id_for_distribution_column('idempotency_keys', '$c')")" = t ] && break
+	done
+	shard=$(qv coordinator "SELECT format('idempotency_keys_%s', get_shard_id_for_distribution_column('idempotency_keys', '$s'))")
+	# as Citus makes its own: on the shard's node only, not propagated
+	q worker1 -c "SET citus.enable_ddl_propagation = off" \
+		-c "CREATE PUBLICATION citus_shard_move_publication_idem_test FOR TABLE $shard" >"$log" 2>&1 ||
+		{ notok "$check" "CREATE PUBLICATION on worker1 failed:"; sed 's/^/# /' "$log"; return; }
+	for sc in "$s" "$c"; do
+		qv coordinator "SELECT outcome FROM idem_claim('p-stale', NULL, '$sc', lease => '1 ms')" >>"$log" 2>&1
+	done
+	# the other shard's lease expired: a pass has run since both were claimed
+	for _ in $(seq 1 120); do
+		[ "$(qv coordinator "SELECT status FROM idempotency_keys WHERE scope = '$c' AND key = 'p-stale'")" = failed ] && break
+		sleep 0.5
+	done
+	got="$(qv coordinator "SELECT string_agg(format('%s %s', scope, status), ', ' ORDER BY scope <> '$s')
+		FROM idempotency_keys WHERE key = 'p-stale' AND scope IN ('$s', '$c')")"
+	q worker1 -c "SET citus.enable_ddl_propagation = off" \
+		-c "DROP PUBLICATION citus_shard_move_publication_idem_test" >>"$log" 2>&1
+	for _ in $(seq 1 120); do
+		[ "$(qv coordinator "SELECT status FROM idempotency_keys WHERE scope = '$s' AND key = 'p-stale'")" = failed ] && break
+		sleep 0.5
+	done
+	got="$got; after the drop: $(qv coordinator "SELECT status FROM idempotency_keys WHERE scope = '$s' AND key = 'p-stale'")"
+	if [ "$got" = "$s processing, $c failed; after the drop: failed" ]; then
+		ok "$check (worker1's worker left the stale lease of scope $s alone while a publication named as Citus's shard moves name them held its shard $shard, expired scope $c's on another shard meanwhile, and $s's once the publication was dropped)"
+	else
+		notok "$check" "wanted '$s processing, $c failed; after the drop: failed', got '$got'"
+	fi
+}
+expiry_publication
+
 # 12a. expiry refuses a Citus table it cannot reach shard by shard: in a
 # database of its own on the coordinator, idempotency_keys made a reference
 # table; idem_expire() raises 0A000 rather than run its batch through Citus
