@@ -107,16 +107,13 @@
  *     64 held: wait => true without taking it; not wait => only tests it
  *     (a session lock tried and let go at once).  The ids held are kept in
  *     the transaction-local setting idempotency_edition.key_locks, which a
- *     rolled-back subtransaction undoes with the locks it took.  But not
- *     always with the locks: a lock taken while a cursor opened before the
- *     subtransaction is fetched from belongs to the cursor's portal and
- *     outlives the subtransaction's rollback, the setting does not.  So
- *     while a cursor is open (pg_cursors) the count is the backend's int8
- *     advisory locks in pg_locks, when higher (the application's own count
- *     too: the cap comes sooner, never later).  The C build lets go of the
- *     locks a rolled-back subtransaction took even under a cursor; the
- *     edition cannot (a transaction-level advisory lock is held to the
- *     transaction's end): they count against the 64 until then.
+ *     rolled-back subtransaction undoes with the locks it took.  The lock is
+ *     taken in a block with an exception clause (a subtransaction of its
+ *     own), so that it belongs to the (sub)transaction running the call and
+ *     never to a portal's resource owner: a cursor's FETCH, or a suspended
+ *     portal of the extended protocol resumed after a savepoint, runs under
+ *     its portal's owner, which a savepoint rolled back does not release
+ *     though it undoes the setting (test/portal_locks.pl, key_locks).
  * idem__key_locks_held() RETURNS integer   how many key locks the transaction holds.
  *
  * idem__restamp(scope text, keys text[], tokens bigint[], stamped timestamptz) RETURNS boolean
@@ -696,20 +693,6 @@ BEGIN
     END IF;
     n := CASE WHEN held OPERATOR(pg_catalog.=) '' THEN 0
               ELSE pg_catalog.array_length(pg_catalog.string_to_array(held, ','), 1) END;
-    /*
-     * With a cursor open, locks taken while fetching from it in a
-     * subtransaction since rolled back are still held (the cursor's portal
-     * owns them) though the setting forgot them: count what the backend
-     * holds (its own int8 advisory locks too, which can only make the cap
-     * come sooner).  pg_cursors lists this session's cursors only.
-     */
-    IF n OPERATOR(pg_catalog.<) 64 AND EXISTS (SELECT FROM pg_catalog.pg_cursors) THEN
-        n := GREATEST(n, (SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks l
-                           WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
-                             AND l.objsubid OPERATOR(pg_catalog.=) 1
-                             AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
-                             AND l.granted)::integer);
-    END IF;
     IF n OPERATOR(pg_catalog.>=) 64 THEN
         IF wait THEN
             RETURN true;
@@ -721,11 +704,25 @@ BEGIN
         END IF;
         RETURN false;
     END IF;
-    IF wait THEN
-        done := pg_catalog.pg_advisory_xact_lock(id)::text;
-    ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(id) THEN
-        RETURN false;
-    END IF;
+    /*
+     * The lock in a block of its own (a subtransaction), so that it belongs
+     * to the (sub)transaction running the call when the block ends, as the
+     * setting does, and not to the portal it runs under: a cursor's FETCH,
+     * or a portal of the extended protocol resumed after a savepoint, runs
+     * under its portal's resource owner, which a savepoint rolled back does
+     * not release though it forgets the setting.  So a rollback lets go of
+     * the lock with its place in the count (the C build's IdemLockKey takes
+     * it under the (sub)transaction's owner).
+     */
+    BEGIN
+        IF wait THEN
+            done := pg_catalog.pg_advisory_xact_lock(id)::text;
+        ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(id) THEN
+            RETURN false;
+        END IF;
+    EXCEPTION WHEN SQLSTATE 'IKP02' THEN    /* raised by nothing: the clause makes the block a subtransaction */
+        RAISE;
+    END;
     done := pg_catalog.set_config('idempotency_edition.key_locks',
         CASE WHEN held OPERATOR(pg_catalog.=) '' THEN id::text
              ELSE held OPERATOR(pg_catalog.||) ',' OPERATOR(pg_catalog.||) id::text END, true);

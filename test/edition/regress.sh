@@ -205,6 +205,31 @@ else
 	notok "${PREFIX}isolation (the edition in the isolation database)" "$out"
 fi
 
+# key locks taken by a suspended portal of the extended protocol, resumed
+# across savepoints rolled back (test/portal_locks.pl, as tap/018_portal_locks
+# runs it against the C build), as a tenant under row level security
+if out=$(psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 \
+	-c "CREATE DATABASE portal_locks" 2>&1) &&
+	out=$(psql -X -q -h "$DIR" -p "$PORT" -U postgres -d portal_locks -v ON_ERROR_STOP=1 \
+		-f "$DIR/regress/sql/edition-install.psql" \
+		-c "CREATE ROLE edition_portal_tenant LOGIN IN ROLE idempotency_app" \
+		-c "ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY" \
+		-c "CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
+		    USING (scope = current_user) WITH CHECK (scope = current_user)" 2>&1); then
+	out=$(perl "$root/test/portal_locks.pl" "$DIR" "$PORT" edition_portal_tenant portal_locks 1 2>&1)
+	grep -q '^ok portal_locks/cap$' <<<"$out" || notok "${PREFIX}portal_locks (test/portal_locks.pl did not finish)" "$out"
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) echo "ok $PREFIX${line#ok }" ;;
+		"not ok "*) notok "$PREFIX${line#not ok }" ;;
+		esac
+	done <<<"$out"
+	psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres -c "DROP DATABASE portal_locks" \
+		-c "DROP ROLE edition_portal_tenant" >/dev/null 2>&1
+else
+	notok "${PREFIX}portal_locks (the edition, a tenant and its policy in database portal_locks)" "$out"
+fi
+
 for d in "$DIR/regress/regression.diffs" "$DIR/iso/regression.diffs"; do
 	[ -s "$d" ] && sed 's/^/# /' "$d"
 done
