@@ -73,7 +73,7 @@
 #              service against examples/conformance (on trixie and later)
 #   package    test/deb.sh: build the version's .deb (and the 3.0 (quilt)
 #              source package) with pg_buildext, install it, use it; with
-#              IDEM_AUTOPKGTEST=1 (on 15, left out by default for time) also
+#              on 17 (IDEM_AUTOPKGTEST=1 on another; =0 leaves it out) also
 #              its autopkgtest, debian/tests/
 #   bench      bench/run.sh --check: the benchmark's contention mode, short,
 #              checking exactly-once for every variant (no timing asserted)
