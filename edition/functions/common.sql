@@ -149,6 +149,17 @@ BEGIN
             WHERE r.rolname OPERATOR(pg_catalog.=) pg_catalog.session_user()) THEN
         RETURN pg_catalog.current_setting(name, true);
     END IF;
+    /*
+     * No value stored for any database or role (the default): one scan of
+     * the catalog's text, half the cost of the query below.  Every value
+     * the query can find is an element starting with name=, whose text is
+     * in the array's (quoted or not), so this never misses one.
+     */
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
+                    WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
+                                            name OPERATOR(pg_catalog.||) '=') OPERATOR(pg_catalog.>) 0) THEN
+        RETURN NULL;
+    END IF;
     SELECT pg_catalog.substr(c, pg_catalog.length(name) OPERATOR(pg_catalog.+) 2) INTO v
       FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c
      WHERE (s.setdatabase OPERATOR(pg_catalog.=) 0

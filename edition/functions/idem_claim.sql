@@ -74,8 +74,17 @@ BEGIN
        OR v_scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
         PERFORM idem__check_key(v_key, v_scope);
     END IF;
-    v_lease := COALESCE(lease, idem__lease());
-    v_retention := COALESCE(retention, idem__retention());
+    /*
+     * idem__lease() and the others read here: their function calls only for
+     * a setting that is set (each a call with a SET clause; the defaults as
+     * they return them)
+     */
+    v_lease := COALESCE(lease,
+        CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.lease', true), '') OPERATOR(pg_catalog.=) ''
+             THEN pg_catalog.make_interval(secs => 60) ELSE idem__lease() END);
+    v_retention := COALESCE(retention,
+        CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.retention', true), '') OPERATOR(pg_catalog.=) ''
+             THEN pg_catalog.make_interval(secs => 86400) ELSE idem__retention() END);
     now_ts := pg_catalog.clock_timestamp();
     /*
      * A lease or retention read from its setting (1 s to 2^31-1 s, checked
@@ -87,8 +96,10 @@ BEGIN
     IF retention IS NOT NULL THEN
         PERFORM idem__check_interval(v_retention, 'retention', now_ts OPERATOR(pg_catalog.+) v_lease, v_key, v_scope);
     END IF;
-    v_max := idem__max_attempts();
-    v_await := idem__await_result();
+    v_max := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '') OPERATOR(pg_catalog.=) ''
+                  THEN 0 ELSE idem__max_attempts() END;
+    v_await := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.=) ''
+                    THEN NULL ELSE idem__await_result() END;
     IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
         RAISE EXCEPTION USING ERRCODE = '25006',
             MESSAGE = 'cannot execute idem_claim() in a read-only transaction';

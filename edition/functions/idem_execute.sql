@@ -324,6 +324,7 @@ DECLARE
     resp pg_catalog.jsonb;
     maxlen pg_catalog.int4;
     times pg_catalog.interval[];    /* (assignments, not PERFORM: no query) */
+    ret pg_catalog.interval;
     done pg_catalog.text;
     req_hash pg_catalog.bytea;
     kr record;
@@ -360,9 +361,13 @@ BEGIN
     /*
      * The lease and the retention, read from their settings (1 s to 2^31-1 s,
      * checked there), pass idem__check_interval always: read for their
-     * errors only.
+     * errors only, so only when set (each of the settings' functions is a
+     * call with a SET clause: idem_claim reads them so too).
      */
-    times := ARRAY[_IDEM_SCHEMA_.idem__lease(), _IDEM_SCHEMA_.idem__retention()];
+    IF COALESCE(pg_catalog.current_setting('idempotency.lease', true), '') OPERATOR(pg_catalog.<>) ''
+       OR COALESCE(pg_catalog.current_setting('idempotency.retention', true), '') OPERATOR(pg_catalog.<>) '' THEN
+        times := ARRAY[_IDEM_SCHEMA_.idem__lease(), _IDEM_SCHEMA_.idem__retention()];
+    END IF;
     IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
         RAISE EXCEPTION USING ERRCODE = '25006',
             MESSAGE = 'cannot execute idem_execute() in a read-only transaction';
@@ -551,13 +556,17 @@ BEGIN
                 caller_path := pg_catalog.current_setting('search_path');
                 PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
                 /* the times, after the statement */
+                ret := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.retention', true), '')
+                                 OPERATOR(pg_catalog.=) ''
+                            THEN pg_catalog.make_interval(secs => 86400)
+                            ELSE _IDEM_SCHEMA_.idem__retention() END;
                 stamp := pg_catalog.clock_timestamp();
                 INSERT INTO _IDEM_SCHEMA_.idempotency_keys (scope, key, status, token, created_at, updated_at,
                                                             expires_at, request_hash, response_code, response, due_at)
                 VALUES (idem_execute.scope, idem_execute.key, 'completed', new_token, stamp, stamp,
-                        stamp OPERATOR(pg_catalog.+) _IDEM_SCHEMA_.idem__retention(),
+                        stamp OPERATOR(pg_catalog.+) ret,
                         CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END,
-                        success_code, resp, stamp OPERATOR(pg_catalog.+) _IDEM_SCHEMA_.idem__retention());
+                        success_code, resp, stamp OPERATOR(pg_catalog.+) ret);
                 PERFORM pg_catalog.set_config('search_path', caller_path, true);
                 short_done := true;
             EXCEPTION WHEN unique_violation OR deadlock_detected THEN
@@ -582,8 +591,12 @@ BEGIN
      * not expired, with the same request, completed or failed for good.
      * Anything else (and any error) is the claim's, which reads it all again.
      */
-    done := _IDEM_SCHEMA_.idem__max_attempts()::pg_catalog.text;
-    times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
+    IF COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '') OPERATOR(pg_catalog.<>) '' THEN
+        done := _IDEM_SCHEMA_.idem__max_attempts()::pg_catalog.text;
+    END IF;
+    IF COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.<>) '' THEN
+        times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
+    END IF;
     req_hash := CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END;
     IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
         PERFORM _IDEM_SCHEMA_.idem__check_row_security();

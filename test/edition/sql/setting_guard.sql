@@ -72,5 +72,27 @@ RESET idempotency.stale_policy;
 RESET idempotency.max_key_length;
 ALTER DATABASE :"db" RESET idempotency.stale_policy;
 ALTER DATABASE :"db" RESET idempotency.max_key_length;
+-- read at each call: a value stored while the tenant's session is open
+-- applies to it at its next call, and nothing stored is the default (255),
+-- whatever spelling the catalog keeps (a quoted upper-case name, a value
+-- the array quotes); a new connection, where no placeholder of the name
+-- exists to make PostgreSQL store it lower-case
+\c - postgres
+\set SHOW_CONTEXT never
+SET SESSION AUTHORIZATION idem_guard_tenant;
+SELECT outcome FROM idem_claim('guard-open-1', scope => 'guard');
+RESET SESSION AUTHORIZATION;
+ALTER DATABASE :"db" SET "IDEMPOTENCY.MAX_KEY_LENGTH" = '11 B';
+SELECT c AS stored, strpos(s.setconfig::text, '"' || c || '"') > 0 AS quoted
+  FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase, unnest(s.setconfig) c
+ WHERE d.datname = current_database() AND s.setrole = 0 AND c ILIKE 'idempotency.%';
+SET SESSION AUTHORIZATION idem_guard_tenant;
+SELECT outcome FROM idem_claim('guard-open-1', scope => 'guard');
+SELECT outcome FROM idem_claim('guard-open', scope => 'guard');
+RESET SESSION AUTHORIZATION;
+ALTER DATABASE :"db" RESET "IDEMPOTENCY.MAX_KEY_LENGTH";
+SET SESSION AUTHORIZATION idem_guard_tenant;
+SELECT outcome FROM idem_claim('guard-open-1', scope => 'guard');
+RESET SESSION AUTHORIZATION;
 DELETE FROM idempotency_keys WHERE scope = 'guard';
 DROP ROLE idem_guard_tenant;
