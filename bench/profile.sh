@@ -17,7 +17,9 @@
 #            ed_claim:replay, ed_claim_only:new, ed_execute:new,
 #            ed_execute:replay run the driver's statements on connections
 #            whose search_path is sqled (the default paths then: those and
-#            the same of the C build); saved as edition-profile-pgN.txt
+#            the same of the C build), after the C build's paths, on the
+#            server restarted without the C library (as on a managed
+#            service); saved as edition-profile-pgN.txt
 #
 # A throwaway PostgreSQL 15 (test/lib/common.sh) is set up as bench/run.sh
 # sets it up (bench/schema.sql, bench/plpgsql_reference.sql, 10,000 completed
@@ -145,16 +147,21 @@ if [ "$EDITION" = 1 ]; then
 fi
 stop_server "$WORK/data"
 
-# --- the same server under callgrind (every process it forks: one file each)
-log "restart under callgrind"
+# --- the same server under callgrind (every process it forks: one file
+# each); $@: more options for postgres
 as_postgres mkdir "$WORK/cg"
-as_postgres setsid valgrind --tool=callgrind --callgrind-out-file="$WORK/cg/callgrind.out.%p" \
-	"$PG_BIN/postgres" -D "$WORK/data" >"$WORK/valgrind.log" 2>&1 &
-for _ in $(seq 600); do
-	as_postgres pg_isready -q -h 127.0.0.1 -p "$PORT" && break
-	sleep 0.5
-done
-as_postgres pg_isready -q -h 127.0.0.1 -p "$PORT" || { tail -n 20 "$WORK/valgrind.log" "$WORK/data/server.log"; exit 1; }
+start_callgrind()
+{
+	as_postgres setsid valgrind --tool=callgrind --callgrind-out-file="$WORK/cg/callgrind.out.%p" \
+		"$PG_BIN/postgres" -D "$WORK/data" "$@" >>"$WORK/valgrind.log" 2>&1 &
+	for _ in $(seq 600); do
+		as_postgres pg_isready -q -h 127.0.0.1 -p "$PORT" && break
+		sleep 0.5
+	done
+	as_postgres pg_isready -q -h 127.0.0.1 -p "$PORT" || { tail -n 20 "$WORK/valgrind.log" "$WORK/data/server.log"; exit 1; }
+}
+log "restart under callgrind"
+start_callgrind
 CONNINFO="host=127.0.0.1 port=$PORT dbname=postgres user=app"
 
 label()
@@ -208,13 +215,32 @@ report()   # $1 short file, $2 long file, $3 path
 	echo "# bench/profile.sh --calls $CALLS --warmup $WARM"
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); idempotency at ${IDEM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}; $(nproc) cores; PostgreSQL $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1), extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"); $(valgrind --version) --tool=callgrind"
 	echo "per path: one backend, prepared statements (bench/driver.c --clients 1), $CALLS calls after $WARM; counts are the backend's own (not the WAL writer's, not the client's)"
+	[ "$EDITION" = 1 ] && echo "the edition's paths (ed_*): after the C build's, on the same server restarted with shared_preload_libraries = pg_stat_statements alone (no idempotency.* setting), so that their backends never load the C library and its settings are unset, as on a managed service (checked: no ed_ backend's file names idempotency.so); connections as app, a member of idempotency_app, search_path sqled"
 } >"$WORK/report.txt"
 nm -D --defined-only "$PG_BIN/postgres" | awk '$2 ~ /^[TtWw]$/' | sort >"$WORK/syms.txt"
 : >"$WORK/totals.txt"
-for p in $PATHS; do
+# the C build's paths first, on the server as set up (the library
+# preloaded); then the edition's on the same server restarted without it,
+# as on a managed service: shared_preload_libraries = pg_stat_statements
+# alone and no idempotency.* setting, so no edition backend loads the C
+# library and its settings are unset placeholders (checked per path: the
+# backend's callgrind file names no idempotency.so)
+ORDERED="$(tr ' ' '\n' <<<"$PATHS" | grep . | grep -v '^ed_' || true) $(tr ' ' '\n' <<<"$PATHS" | grep '^ed_' || true)"
+restarted=0
+for p in $ORDERED; do
+	if [ "${p#ed_}" != "$p" ] && [ "$restarted" = 0 ]; then
+		log "restart under callgrind without the C library (shared_preload_libraries = pg_stat_statements)"
+		as_postgres pg_ctl -D "$WORK/data" -m fast -w stop >/dev/null
+		start_callgrind -c shared_preload_libraries=pg_stat_statements
+		restarted=1
+	fi
 	log "$p: $WARM calls, then $((WARM + CALLS)) calls, under callgrind"
 	short=$(profiled_run "$p" "$WARM")
 	long=$(profiled_run "$p" "$((WARM + CALLS))")
+	if [ "$restarted" = 1 ] && grep -q 'idempotency[.]so' "$short" "$long"; then
+		echo "profile: the backend of $p loaded idempotency.so (the edition is to run without the C library)" >&2
+		exit 1
+	fi
 	report "$short" "$long" "$p" >>"$WORK/report.txt"
 	[ -n "$KEEP" ] && mkdir -p "$KEEP" && cp "$short" "$KEEP/$p.short.callgrind" && cp "$long" "$KEEP/$p.long.callgrind"
 done
@@ -224,8 +250,8 @@ done
 	echo
 	echo "| path | instructions / call | vs floor | vs limit (new: limit new; replay: limit replay) |"
 	echo "| --- | ---: | ---: | ---: |"
-	awk '{t[$1] = $2; o[++n] = $1}
-		END {for (i = 1; i <= n; i++) {p = o[i]; split(p, vm, ":"); l = (vm[2] == "replay") ? t["limit:replay"] : t["limit:new"]
+	awk -v paths="$PATHS" '{t[$1] = $2}
+		END {n = split(paths, o, " "); for (i = 1; i <= n; i++) {p = o[i]; if (!(p in t)) continue; split(p, vm, ":"); l = (vm[2] == "replay") ? t["limit:replay"] : t["limit:new"]
 			printf "| %s | %d | %s | %s |\n", p, t[p], t["floor:new"] ? sprintf("%.2f", t[p] / t["floor:new"]) : "-", l ? sprintf("%.2f", t[p] / l) : "-"}}' "$WORK/totals.txt"
 	sed -n '4,$p' "$WORK/report.txt"
 } >"$WORK/final.txt"

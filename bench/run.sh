@@ -8,7 +8,9 @@
 #   bash bench/run.sh --quick    1 round x 4 s (~2.5 min; for a look, not for the README)
 #   bash bench/run.sh --check    contention mode only, 2 s each: exactly-once, no timing (for tests)
 #   bash bench/run.sh --edition  the SQL edition (edition/dist/idempotency-sql--0.4.0.sql, made by
-#                                make edition) beside the C build in the same server and run:
+#                                make edition) against the C build in the same run: the edition
+#                                on a second server of the same version that never loads the C
+#                                library (as on a managed service), the C build preloaded;
 #                                3 rounds x 5 s of the claim / execute variants of both (~6 min);
 #                                results in bench/results/edition-pgN.txt (below)
 #   bash bench/run.sh --scale    claim latency with 100,000 vs 10,000,000 keys, the limit beside (~20 min, ~12 GB in /tmp;
@@ -41,9 +43,13 @@
 #   ed_claim, ed_execute  (--edition) claim and execute against the SQL
 #                edition: the same driver statements on connections whose
 #                search_path is 'sqled' (the plain script and bench/schema.sql's
-#                tables installed in schema sqled of the same database); checked after the rounds
-#                by pg_stat_user_functions (track_functions = all) that they
-#                called sqled's functions and not the C build's
+#                tables installed in schema sqled) of a second server, the same
+#                version and settings, whose shared_preload_libraries holds
+#                pg_stat_statements alone and where the C build is not
+#                created: its settings are unset placeholders, as on a managed
+#                service (checked before the rounds: the backend has not
+#                mapped idempotency.so, idempotency.lease is unset); server CPU
+#                counts both servers' processes for every variant
 #   spi_floor, spi_floor_explicit, spi_floor_rules  the SPI floors
 #                (bench/floor/idem_floor.c; bench/README.md): idem_execute's
 #                and the explicit pattern's statements alone, through SPI;
@@ -126,6 +132,7 @@ cleanup()
 {
 	local rc=$?
 	stop_server "$WORK/data"
+	stop_server "$WORK/data-ed"
 	if [ -n "$REDIS_PID" ] && kill -0 "$REDIS_PID" 2>/dev/null; then
 		kill "$REDIS_PID" 2>/dev/null || true
 		for _ in $(seq 50); do kill -0 "$REDIS_PID" 2>/dev/null || break; sleep 0.1; done
@@ -146,19 +153,32 @@ gcc -O2 -Wall -Wextra -Werror -pthread -I"$("$PG_BIN/pg_config" --includedir)" \
 
 # --- PostgreSQL: as the postgres OS user, 127.0.0.1 only, durable commits
 PORT=$(free_port 55432)
-start_server "$WORK/data" "$PORT" "synchronous_commit = on
+BASE_CONF="synchronous_commit = on
 full_page_writes = on
 shared_buffers = 1GB
 # no checkpoint inside a measurement: WAL per request is the records
 # themselves (full-page images after a checkpoint come on top)
 max_wal_size = 20GB
-checkpoint_timeout = 1h
+checkpoint_timeout = 1h"
+start_server "$WORK/data" "$PORT" "$BASE_CONF
 # no expiry inside a measurement either: the worker moves keys completed
 # by idem_complete to their expiry one lease later, off the request path
 # (its cost per key is measured on its own, bench/rekey.sh)
 idempotency.worker_databases = ''"
 sql() { as_postgres psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" "$@"; }
 CONNINFO="host=127.0.0.1 port=$PORT dbname=postgres user=app"
+SERVER_PIDS=$(head -n 1 "$WORK/data/postmaster.pid")
+# --edition: the SQL edition on a second server of the same version and
+# settings that never loads the C library, as on a managed service: the
+# later shared_preload_libraries line replaces start_server's, no
+# idempotency.* setting is written, the C build is not created there
+if [ "$WHAT" = edition ]; then
+	PORT_ED=$(free_port 55532)
+	start_server "$WORK/data-ed" "$PORT_ED" "$BASE_CONF
+shared_preload_libraries = 'pg_stat_statements'"
+	SERVER_PIDS="$SERVER_PIDS,$(head -n 1 "$WORK/data-ed/postmaster.pid")"
+fi
+sql_ed() { as_postgres psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT_ED" "$@"; }
 
 # --- Redis (not for --scale): Debian's redis-server as the redis OS user,
 # 127.0.0.1 and a private port, no config file, so Redis's built-in
@@ -200,17 +220,13 @@ sql -d postgres -c "GRANT CREATE ON SCHEMA public TO app" >/dev/null
 schema postgres
 [ "$WHAT" = edition ] || sql -d postgres -f bench/floor/floor.sql >/dev/null
 
-# --edition: the SQL edition's plain script in schema sqled of the same
-# database, installed as an owner would (the postgres role here); the
-# service's role reaches it through its search_path (CONNINFO_ED)
-CONNINFO_ED="$CONNINFO options='-c search_path=sqled'"
+# --edition: the SQL edition's plain script in schema sqled of the second
+# server's database postgres, installed as an owner would (the postgres role
+# here); the service's role, app, reaches it through its search_path
+# (CONNINFO_ED), with its own copy of bench/schema.sql's tables in sqled
+CONNINFO_ED="host=127.0.0.1 port=${PORT_ED:-0} dbname=postgres user=app options='-c search_path=sqled'"
 if [ "$WHAT" = edition ]; then
-	log "SQL edition: $ED_SCRIPT into schema sqled"
-	sql -d postgres -c "CREATE SCHEMA sqled" -c "GRANT USAGE ON SCHEMA sqled TO idempotency_app" \
-		-c "GRANT CREATE ON SCHEMA sqled TO app" >/dev/null
-	# the service's tables in sqled too (its own payments, the same
-	# definition): the edition's connections see sqled alone, no C object
-	sql -U app -d postgres -c "SET search_path = sqled" -f bench/schema.sql >/dev/null
+	log "SQL edition: $ED_SCRIPT into schema sqled of the second server (port $PORT_ED)"
 	# edition/privileges.sql names idem_execute(..., VARIADIC "any"), the C
 	# build's signature, where edition/functions/idem_execute.sql declares
 	# VARIADIC anycompatiblearray (PL/pgSQL cannot take "any"): until they
@@ -223,16 +239,34 @@ if [ "$WHAT" = edition ]; then
 		log "  (grants on idem_execute: VARIADIC \"any\" -> anycompatiblearray, as defined)"
 	fi
 	chown postgres "$WORK/tmp/edition.sql"
-	sql -d postgres -c "SET search_path = sqled" -f "$WORK/tmp/edition.sql" >/dev/null
-	# a deliberate check: the edition's functions answer on these
-	# connections, and its request hash is the C build's (replays of keys
-	# loaded by either would differ otherwise)
-	got=$(as_postgres psql -X -q -At -v ON_ERROR_STOP=1 -d "$CONNINFO_ED user=app" -c "SELECT p.pronamespace::regnamespace || ' ' || l.lanname
-	    FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.oid = 'idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer)'::regprocedure")
-	[ "$got" = "sqled plpgsql" ] || { echo "edition connections resolve idem_claim to '$got', not sqled's PL/pgSQL" >&2; exit 1; }
-	diff=$(sql -d postgres -c "SELECT count(*) FROM generate_series(1, 2000) i
-	    WHERE sqled.idem_request_hash($REQ_OF) IS DISTINCT FROM public.idem_request_hash($REQ_OF)")
-	[ "$diff" = 0 ] || { echo "the edition's request hash differs from the C build's on $diff of 2000 requests" >&2; exit 1; }
+	sql_ed -d postgres -c "CREATE SCHEMA sqled" >/dev/null
+	sql_ed -d postgres -c "SET search_path = sqled" -f "$WORK/tmp/edition.sql" >/dev/null
+	sql_ed -d postgres -c "CREATE ROLE app LOGIN IN ROLE idempotency_app" -c "GRANT USAGE ON SCHEMA sqled TO idempotency_app" \
+		-c "GRANT CREATE ON SCHEMA sqled TO app" >/dev/null
+	sql_ed -U app -d postgres -c "SET search_path = sqled" -f bench/schema.sql >/dev/null
+	# deliberate checks: the edition's functions answer on these
+	# connections, in a backend that has not loaded the C library and sees
+	# no idempotency.* setting; and its request hash is the C build's
+	# (replays of keys loaded by either would differ otherwise)
+	got=$(as_postgres psql -X -q -At -v ON_ERROR_STOP=1 -d "$CONNINFO_ED" <<'SQL'
+SELECT p.pronamespace::regnamespace || ' ' || l.lanname
+    FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+    WHERE p.oid = 'idem_claim(text, jsonb, text, interval, interval, boolean, interval, integer)'::regprocedure;
+SELECT outcome FROM idem_claim('bench-check', '{"a": 1}', 'bench-check');
+SELECT coalesce(current_setting('idempotency.lease', true), 'unset');
+SELECT pg_backend_pid() AS pid \gset
+\setenv BACKEND :pid
+\! grep -c 'idempotency[.]so' /proc/$BACKEND/maps || true
+SQL
+)
+	[ "$got" = "sqled plpgsql
+new
+unset
+0" ] || { echo "edition connections: expected sqled's PL/pgSQL idem_claim, outcome new, idempotency.lease unset and idempotency.so not mapped; got: $got" >&2; exit 1; }
+	hashes="md5(string_agg(encode(SCHEMA.idem_request_hash($REQ_OF), 'hex'), ',' ORDER BY i)) FROM generate_series(1, 2000) i"
+	c_md5=$(sql -d postgres -c "SELECT ${hashes//SCHEMA/public}")
+	ed_md5=$(sql_ed -d postgres -c "SELECT ${hashes//SCHEMA/sqled}")
+	[ "$c_md5" = "$ed_md5" ] || { echo "the edition's request hashes of 2000 requests differ from the C build's ($ed_md5 against $c_md5)" >&2; exit 1; }
 fi
 
 fill_keys()   # $1 $2: completed keys key_of($1) .. key_of($2) in idempotency_keys, as a completed claim leaves them
@@ -251,14 +285,14 @@ fill_limit_keys()   # $1 $2: the same keys in the limit's limit_keys
 	    FROM generate_series($1, $2) i"
 }
 
-driver() { "$WORK/driver" --pg "$CONNINFO" --clients "$CLIENTS" --server-pids "$(head -n 1 "$WORK/data/postmaster.pid"),$REDIS_PID" "$@"; }
+driver() { "$WORK/driver" --pg "$CONNINFO" --clients "$CLIENTS" --server-pids "$SERVER_PIDS,$REDIS_PID" "$@"; }
 
 machine()
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); idempotency at ${IDEM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (with changes)')}"
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) RAM, Linux $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "PostgreSQL: $(sql -d postgres -c 'SHOW server_version' | cut -d' ' -f1); $(sql -d postgres -F ', ' -c "SELECT 'fsync = ' || current_setting('fsync'), 'synchronous_commit = ' || current_setting('synchronous_commit'), 'full_page_writes = ' || current_setting('full_page_writes'), 'wal_level = ' || current_setting('wal_level'), 'shared_buffers = ' || current_setting('shared_buffers'), 'max_wal_size = ' || current_setting('max_wal_size'), 'checkpoint_timeout = ' || current_setting('checkpoint_timeout')"), autovacuum on, extension $(sql -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'idempotency'") preloaded, its expiry worker off during the rounds (idempotency.worker_databases = ''; the deferred work is measured after them)"
-	[ "$WHAT" = edition ] && echo "SQL edition: $ED_SCRIPT (edition/build.sh at the same commit) in schema sqled of the same database, owned by postgres${ED_PATCHED:-}; its variants (ed_*) connect with options='-c search_path=sqled' (sqled has its own copy of bench/schema.sql's tables: no object of the C build is visible to them); $(commas "$REPLAY_KEYS") completed keys for replays in each edition's table"
+	[ "$WHAT" = edition ] && echo "SQL edition: $ED_SCRIPT (edition/build.sh at the same commit) in schema sqled of a second server (the same binaries and settings, shared_preload_libraries = 'pg_stat_statements' alone, no idempotency.* setting, the C build not created: checked before the rounds that an edition backend has not mapped idempotency.so and sees idempotency.lease unset), owned by postgres${ED_PATCHED:-}; its variants (ed_*) connect to it as app (a member of idempotency_app, not a superuser) with options='-c search_path=sqled', with their own copy of bench/schema.sql's tables; $(commas "$REPLAY_KEYS") completed keys for replays in each edition's table; server CPU counts both servers' processes for every variant (the idle one's background processes: a few ms a round)"
 	[ "$WHAT" != scale ] && [ "$WHAT" != edition ] && echo "Redis: $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), 127.0.0.1, persistence defaults (RDB snapshots, no AOF: a SET is acknowledged before it reaches the disk)"
 	echo "driver: bench/driver.c, $CLIENTS clients (threads, one connection each) over loopback TCP, prepared statements, no pipelining$([ "$WHAT" = edition ] && echo "; idem_execute's arguments both text (--text-args: \$4::text, \$5::text, VALUES (\$1, \$2::int)) for both builds, as the edition's VARIADIC anycompatiblearray needs one type")"
 }
@@ -352,7 +386,7 @@ if [ "$WHAT" != check ]; then
 	    FROM generate_series(1, $REPLAY_KEYS) i" >/dev/null
 	if [ "$WHAT" = edition ]; then
 		# the same keys in the edition's table, hashed by the edition
-		sql -d postgres -c "INSERT INTO sqled.idempotency_keys (scope, key, status, response_code, token, created_at, updated_at,
+		sql_ed -d postgres -c "INSERT INTO sqled.idempotency_keys (scope, key, status, response_code, token, created_at, updated_at,
 		        expires_at, request_hash, response, due_at)
 		    SELECT 'merchant-42', $KEY_OF, 'completed', 201, nextval('sqled.idempotency_token_seq'), now(), now(),
 		        now() + interval '24 h', sqled.idem_request_hash($REQ_OF), jsonb_build_object('id', i), now() + interval '24 h'
@@ -440,6 +474,7 @@ if [ "$WHAT" != check ] && [ "$WHAT" != edition ]; then
 	sql -d postgres -c "DROP DATABASE storage"
 fi
 sql -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
+[ "$WHAT" != edition ] || sql_ed -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
 
 # what runs, in order: variant:mode
 if [ "$WHAT" = edition ]; then
@@ -521,8 +556,10 @@ fi
 # PL/pgSQL runs, nested); then the C build's explicit pattern, to compare.
 if [ "$WHAT" = edition ]; then
 	log "edition: functions called and statements, per path (track_functions = all, pg_stat_statements.track = all)"
-	sql -d postgres -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "ALTER SYSTEM SET track_functions = 'all'" \
-		-c "ALTER SYSTEM SET pg_stat_statements.track = 'all'" -c "SELECT pg_reload_conf()" >/dev/null
+	for q in sql sql_ed; do
+		$q -d postgres -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "ALTER SYSTEM SET track_functions = 'all'" \
+			-c "ALTER SYSTEM SET pg_stat_statements.track = 'all'" -c "SELECT pg_reload_conf()" >/dev/null
+	done
 	sleep 1
 	W=$WORK/edition-where.txt
 	{
@@ -530,9 +567,9 @@ if [ "$WHAT" = edition ]; then
 		echo "Where the time goes (after the rounds: each path 3 s more with 2 clients, track_functions = all, pg_stat_statements.track = all; times are wall-clock inside the server, so per call they include the counters' own cost and any wait for a core):"
 	} >"$W"
 	for r in ed_claim:new ed_claim:replay ed_execute:new ed_execute:replay claim:new; do
-		v=${r%%:*} m=${r#*:} conn=$CONNINFO
-		case $v in ed_*) conn=$CONNINFO_ED ;; esac
-		sql -d postgres -c "SELECT pg_stat_reset()" -c "SELECT pg_stat_statements_reset()" >/dev/null
+		v=${r%%:*} m=${r#*:} conn=$CONNINFO q=sql
+		case $v in ed_*) conn=$CONNINFO_ED q=sql_ed ;; esac
+		$q -d postgres -c "SELECT pg_stat_reset()" -c "SELECT pg_stat_statements_reset()" >/dev/null
 		out=$(driver --pg "$conn" --text-args --clients 2 --variant "${v#ed_}" --mode "$m" --keys "$REPLAY_KEYS" --tag "s$v" --seconds 3 --warmup 0 2>&1) || true
 		sleep 1.5   # the backends' statistics reach shared memory when they exit
 		n=$(sed -n 's/^RESULT [^ ]* [^ ]* \([0-9]*\) .*/\1/p' <<<"$out")
@@ -544,7 +581,7 @@ if [ "$WHAT" = edition ]; then
 			echo
 			echo "| function | language | calls | calls / request | total µs / call | self µs / call |"
 			echo "| --- | --- | ---: | ---: | ---: | ---: |"
-			sql -d postgres -F ' | ' -c "SELECT '| ' || f.schemaname || '.' || f.funcname, l.lanname, f.calls,
+			$q -d postgres -F ' | ' -c "SELECT '| ' || f.schemaname || '.' || f.funcname, l.lanname, f.calls,
 			        round(f.calls / greatest(${n:-0}, 1)::numeric, 2), round((f.total_time / f.calls * 1000)::numeric, 1),
 			        round((f.self_time / f.calls * 1000)::numeric, 1) || ' |'
 			    FROM pg_stat_user_functions f JOIN pg_proc p ON p.oid = f.funcid JOIN pg_language l ON l.oid = p.prolang
@@ -554,7 +591,7 @@ if [ "$WHAT" = edition ]; then
 			echo
 			echo "| top level | calls / request | mean µs | share | statement |"
 			echo "| --- | ---: | ---: | ---: | --- |"
-			sql -d postgres -F ' | ' -c "WITH s AS (SELECT * FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'postgres')
+			$q -d postgres -F ' | ' -c "WITH s AS (SELECT * FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'postgres')
 			        AND query !~* 'pg_stat|pg_reload|ALTER SYSTEM|pg_current_wal'),
 			    t AS (SELECT sum(total_exec_time) AS top FROM s WHERE toplevel)
 			    SELECT '| ' || CASE WHEN toplevel THEN 'yes' ELSE 'nested' END, round(calls / greatest(${n:-0}, 1)::numeric, 2),
@@ -563,7 +600,9 @@ if [ "$WHAT" = edition ]; then
 			    FROM s, t ORDER BY total_exec_time DESC LIMIT 16"
 		} >>"$W"
 	done
-	sql -d postgres -c "ALTER SYSTEM RESET track_functions" -c "ALTER SYSTEM RESET pg_stat_statements.track" -c "SELECT pg_reload_conf()" >/dev/null
+	for q in sql sql_ed; do
+		$q -d postgres -c "ALTER SYSTEM RESET track_functions" -c "ALTER SYSTEM RESET pg_stat_statements.track" -c "SELECT pg_reload_conf()" >/dev/null
+	done
 fi
 
 # ------------------------------------------------------------ report
@@ -622,7 +661,7 @@ OUT=$WORK/report.txt
 	case $WHAT in
 	check) echo "# bench/run.sh --check: exactly-once in contention mode ($RUN_SECONDS s per variant; no timing claims)" ;;
 	quick) echo "# bench/run.sh --quick ($ROUNDS round x $RUN_SECONDS s: indicative only)" ;;
-	edition) echo "# bench/run.sh --edition: the SQL edition beside the C build, same server, same rounds ($ROUNDS x $RUN_SECONDS s)" ;;
+	edition) echo "# bench/run.sh --edition: the SQL edition on a server without the C library (as on a managed service) against the C build preloaded on another, same machine, same rounds ($ROUNDS x $RUN_SECONDS s)" ;;
 	*) echo "# bench/run.sh" ;;
 	esac
 	machine
