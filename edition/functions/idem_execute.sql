@@ -279,25 +279,19 @@ $idem__execute_run$;
 REVOKE ALL ON FUNCTION _IDEM_SCHEMA_.idem__execute_run(pg_catalog.text, pg_catalog.anycompatiblearray, pg_catalog.int4, pg_catalog.bool) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION _IDEM_SCHEMA_.idem__execute_run(pg_catalog.text, pg_catalog.anycompatiblearray, pg_catalog.int4, pg_catalog.bool) TO idempotency_app;
 
-CREATE FUNCTION _IDEM_SCHEMA_.idem_execute(
-    key pg_catalog.text,
-    request pg_catalog.jsonb,
-    scope pg_catalog.text,
-    success_code pg_catalog.int4,
-    query pg_catalog.text,
-    VARIADIC args pg_catalog.anycompatiblearray,
-    OUT outcome pg_catalog.text,
-    OUT token pg_catalog.int8,
-    OUT status _IDEM_SCHEMA_.idempotency_status,
-    OUT response_code pg_catalog.int4,
-    OUT response pg_catalog.jsonb,
-    OUT retry_after pg_catalog.interval,
-    OUT recovery_point pg_catalog.text)
-RETURNS record
+/*
+ * The statement's kind, before it runs: raises 42601 for several
+ * statements, 0A000 for a kind idem_execute does not run (the C build's
+ * CheckStatementKind and CheckPlannedKind), and whatever parsing or
+ * planning it raises; returns whether it returns rows.  Without SET
+ * search_path, as idem__execute_run: the statement is the caller's.
+ */
+CREATE FUNCTION _IDEM_SCHEMA_.idem__execute_check(query pg_catalog.text, args pg_catalog.anycompatiblearray,
+                                                   n pg_catalog.int4, key pg_catalog.text, scope pg_catalog.text)
+RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE
-AS $idem_execute$
+AS $idem__execute_check$
 DECLARE
-    n pg_catalog.int4 := COALESCE(pg_catalog.cardinality(args), 0);
     returns_rows pg_catalog.bool := false;
     tag pg_catalog.text;
     single pg_catalog.bool := true;
@@ -310,69 +304,8 @@ DECLARE
     tok pg_catalog.text;
     cur pg_catalog.refcursor;
     probe pg_catalog.refcursor;
-    r record;
-    extra record;
-    claimed record;
-    k record;
-    row_found pg_catalog.bool;
     plan pg_catalog.json;
-    subxacts pg_catalog.int4;
-    short_done pg_catalog.bool;
-    new_token pg_catalog.int8;
-    stamp pg_catalog.timestamptz;
-    caller_path pg_catalog.text;
-    resp pg_catalog.jsonb;
-    maxlen pg_catalog.int4;
-    times pg_catalog.interval[];    /* (assignments, not PERFORM: no query) */
-    ret pg_catalog.interval;
-    done pg_catalog.text;
-    req_hash pg_catalog.bytea;
-    kr record;
 BEGIN
-    IF query IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'statement must not be null',
-            HINT = 'Pass the statement that does the work, such as the payment''s INSERT.';
-    END IF;
-    IF n OPERATOR(pg_catalog.>) 100 THEN
-        RAISE EXCEPTION USING ERRCODE = '54000',
-            MESSAGE = 'idem_execute takes at most 100 statement arguments';
-    END IF;
-    /* the elements in order, as $1..$n, whatever the array's shape */
-    IF n OPERATOR(pg_catalog.>) 0 AND (pg_catalog.array_ndims(args) OPERATOR(pg_catalog.>) 1
-                                       OR pg_catalog.array_lower(args, 1) OPERATOR(pg_catalog.<>) 1) THEN
-        args := ARRAY(SELECT pg_catalog.unnest(args));
-    END IF;
-
-    /* what the C build checks before the statement: the key, the times, read-only */
-    /* idem__check_key's checks here; it runs (and raises) only when one fails */
-    IF key IS NULL OR scope IS NULL THEN
-        PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
-    END IF;
-    /* idem__max_key_length(): idem__int_setting only for a value that is set */
-    maxlen := CASE WHEN COALESCE(_IDEM_SCHEMA_.idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
-                   ELSE _IDEM_SCHEMA_.idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
-    IF pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 0
-       OR pg_catalog.octet_length(key) OPERATOR(pg_catalog.>) maxlen
-       OR pg_catalog.octet_length(scope) OPERATOR(pg_catalog.>) maxlen
-       OR key OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]'
-       OR scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
-        PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
-    END IF;
-    /*
-     * The lease and the retention, read from their settings (1 s to 2^31-1 s,
-     * checked there), pass idem__check_interval always: read for their
-     * errors only, so only when set (each of the settings' functions is a
-     * call with a SET clause: idem_claim reads them so too).
-     */
-    IF COALESCE(pg_catalog.current_setting('idempotency.lease', true), '') OPERATOR(pg_catalog.<>) ''
-       OR COALESCE(pg_catalog.current_setting('idempotency.retention', true), '') OPERATOR(pg_catalog.<>) '' THEN
-        times := ARRAY[_IDEM_SCHEMA_.idem__lease(), _IDEM_SCHEMA_.idem__retention()];
-    END IF;
-    IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
-        RAISE EXCEPTION USING ERRCODE = '25006',
-            MESSAGE = 'cannot execute idem_execute() in a read-only transaction';
-    END IF;
-
     /*
      * The statement's kind, before anything is claimed: opened as a cursor
      * (parsed and planned, not run) and closed.  PostgreSQL refuses to open
@@ -485,135 +418,279 @@ BEGIN
             DETAIL = pg_catalog.format('The statement given for key "%s" in scope "%s" is %s.', key, scope, tag),
             HINT = 'Run other statements yourself, around the explicit pattern idem_claim, then idem_complete.';
     END IF;
+    RETURN returns_rows;
+END
+$idem__execute_check$;
+REVOKE ALL ON FUNCTION _IDEM_SCHEMA_.idem__execute_check(pg_catalog.text, pg_catalog.anycompatiblearray, pg_catalog.int4, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION _IDEM_SCHEMA_.idem__execute_check(pg_catalog.text, pg_catalog.anycompatiblearray, pg_catalog.int4, pg_catalog.text, pg_catalog.text) TO idempotency_app;
+
+CREATE FUNCTION _IDEM_SCHEMA_.idem_execute(
+    key pg_catalog.text,
+    request pg_catalog.jsonb,
+    scope pg_catalog.text,
+    success_code pg_catalog.int4,
+    query pg_catalog.text,
+    VARIADIC args pg_catalog.anycompatiblearray,
+    OUT outcome pg_catalog.text,
+    OUT token pg_catalog.int8,
+    OUT status _IDEM_SCHEMA_.idempotency_status,
+    OUT response_code pg_catalog.int4,
+    OUT response pg_catalog.jsonb,
+    OUT retry_after pg_catalog.interval,
+    OUT recovery_point pg_catalog.text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE
+AS $idem_execute$
+DECLARE
+    n pg_catalog.int4 := COALESCE(pg_catalog.cardinality(args), 0);
+    returns_rows pg_catalog.bool := false;
+    cur pg_catalog.refcursor;
+    r record;
+    extra record;
+    claimed record;
+    k record;
+    row_found pg_catalog.bool;
+    subxacts pg_catalog.int4;
+    short_done pg_catalog.bool;
+    new_token pg_catalog.int8;
+    stamp pg_catalog.timestamptz;
+    caller_path pg_catalog.text;
+    resp pg_catalog.jsonb;
+    maxlen pg_catalog.int4;
+    times pg_catalog.interval[];    /* (assignments, not PERFORM: no query) */
+    ret pg_catalog.interval;
+    done pg_catalog.text;
+    req_hash pg_catalog.bytea;
+    kr record;
+    ckey pg_catalog.text;
+    checked pg_catalog.text;
+    hit pg_catalog.bool;
+    pass pg_catalog.int4;
+    probed pg_catalog.bool := false;
+    kr_found pg_catalog.bool := false;
+    kind_checked pg_catalog.bool := false;
+BEGIN
+    IF query IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'statement must not be null',
+            HINT = 'Pass the statement that does the work, such as the payment''s INSERT.';
+    END IF;
+    IF n OPERATOR(pg_catalog.>) 100 THEN
+        RAISE EXCEPTION USING ERRCODE = '54000',
+            MESSAGE = 'idem_execute takes at most 100 statement arguments';
+    END IF;
+    /* the elements in order, as $1..$n, whatever the array's shape */
+    IF n OPERATOR(pg_catalog.>) 0 AND (pg_catalog.array_ndims(args) OPERATOR(pg_catalog.>) 1
+                                       OR pg_catalog.array_lower(args, 1) OPERATOR(pg_catalog.<>) 1) THEN
+        args := ARRAY(SELECT pg_catalog.unnest(args));
+    END IF;
+
+    /* what the C build checks before the statement: the key, the times, read-only */
+    /* idem__check_key's checks here; it runs (and raises) only when one fails */
+    IF key IS NULL OR scope IS NULL THEN
+        PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
+    END IF;
+    /*
+     * idem__max_key_length(): 255 without a call when the setting is empty in
+     * the session and stored for no database or role, for idem__setting
+     * returns NULL then, whoever the session user (its own first probe);
+     * otherwise idem__setting, and idem__int_setting for a value that is set
+     */
+    maxlen := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
+                        AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
+                                         WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
+                                                                 'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+                        OR COALESCE(_IDEM_SCHEMA_.idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
+                   ELSE _IDEM_SCHEMA_.idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
+    IF pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 0
+       OR pg_catalog.octet_length(key) OPERATOR(pg_catalog.>) maxlen
+       OR pg_catalog.octet_length(scope) OPERATOR(pg_catalog.>) maxlen
+       OR key OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]'
+       OR scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
+        PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
+    END IF;
+    /*
+     * The lease and the retention, read from their settings (1 s to 2^31-1 s,
+     * checked there), pass idem__check_interval always: read for their
+     * errors only, so only when set (each of the settings' functions is a
+     * call with a SET clause: idem_claim reads them so too).
+     */
+    IF COALESCE(pg_catalog.current_setting('idempotency.lease', true), '') OPERATOR(pg_catalog.<>) ''
+       OR COALESCE(pg_catalog.current_setting('idempotency.retention', true), '') OPERATOR(pg_catalog.<>) '' THEN
+        times := ARRAY[_IDEM_SCHEMA_.idem__lease(), _IDEM_SCHEMA_.idem__retention()];
+    END IF;
+    IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
+        RAISE EXCEPTION USING ERRCODE = '25006',
+            MESSAGE = 'cannot execute idem_execute() in a read-only transaction';
+    END IF;
 
     /*
-     * A key without a row, the short way (src/execute.c): with the key's
-     * lock (tried: another transaction holding it is writing the key, and
-     * the general way waits for it), the statement runs in a subtransaction,
-     * then the row is inserted already completed, with its response.  A
-     * concurrent claim that got there first makes the INSERT (or the
-     * statement, on a unique index or a deadlock they share) fail: the
-     * subtransaction is rolled back, the statement's work with it, and the
-     * general way below finds out.  At most 32 per transaction (then the
-     * general way), and only when writing the key's row cannot be refused
-     * to the caller (INSERT privilege, no row level security): otherwise
-     * the claim is written first, so that a scope the caller may not use is
-     * refused before its statement starts.
+     * Statements already checked in this session, as the C build keeps up
+     * to 16 prepared per backend (src/execute.c): the SHA-256 of the text,
+     * the number of arguments and their type, in a session setting of the
+     * most recent 16.  The C build prepares, and so checks, a statement it
+     * has not kept before anything else; one it has kept it checks only
+     * when it runs it, after the claim.  So here: a statement checked
+     * before goes to the replay's test first (pass 1); for a key without a
+     * row it is checked and takes the short way, for any other row the
+     * claim comes first and the check only if the statement is to run.
+     * Any other statement is checked first, and the replay's test comes
+     * after the short way (pass 2).  A session that writes the setting
+     * itself gains nothing: the statement of a replay does not run, and
+     * one that runs is always checked.  A transaction rolled back forgets
+     * what it added (a setting's rule), and checks again.
      */
-    /* (no NULLIF, IS DISTINCT FROM or IN here: they find = on the caller's search_path) */
-    subxacts := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency_edition.execute_subxacts', true), '') OPERATOR(pg_catalog.=) ''
-                     THEN 0
-                     ELSE pg_catalog.current_setting('idempotency_edition.execute_subxacts', true)::pg_catalog.int4 END;
-    IF subxacts OPERATOR(pg_catalog.<) 32
-       AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
-       AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN
-        IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
-            PERFORM _IDEM_SCHEMA_.idem__check_row_security();
-        END IF;
-        IF NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
-                        WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
-                          AND i.key OPERATOR(pg_catalog.=) idem_execute.key)
-           AND _IDEM_SCHEMA_.idem__lock_key(scope, key, false) THEN
-            done := pg_catalog.set_config('idempotency_edition.execute_subxacts',
-                                          (subxacts OPERATOR(pg_catalog.+) 1)::pg_catalog.text, true);
-            short_done := false;
-            BEGIN
-                IF returns_rows THEN
-                    cur := _IDEM_SCHEMA_.idem__execute_run(query, args, n, true);
-                    FETCH cur INTO r;
-                    IF FOUND THEN
-                        FETCH cur INTO extra;
-                        IF FOUND THEN
-                            RAISE EXCEPTION USING ERRCODE = '21000',
-                                MESSAGE = 'statement given to idem_execute returned more than one row',
-                                DETAIL = pg_catalog.format('Key "%s" in scope "%s".', key, scope),
-                                HINT = 'Its result row is the stored response; return one row, or none.';
-                        END IF;
-                        resp := pg_catalog.to_jsonb(r);
-                    END IF;
-                    CLOSE cur;
-                ELSE
-                    PERFORM _IDEM_SCHEMA_.idem__execute_run(query, args, n, false);
-                END IF;
-                IF resp IS NOT NULL AND NOT _IDEM_SCHEMA_.idem_row_storable(resp, NULL, NULL) THEN
-                    RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
-                        DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
-                                                   key, scope, 256),
-                        HINT = 'Store a reference to the body, or a digest of it, instead.';
-                END IF;
-                new_token := pg_catalog.nextval('_IDEM_SCHEMA_.idempotency_token_seq'::pg_catalog.regclass);
-                IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
-                    RAISE EXCEPTION USING ERRCODE = '54000',
-                        MESSAGE = 'idempotency_token_seq is exhausted on this node',
-                        DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
-                END IF;
-                /*
-                 * the key's row is written under the C build's search_path
-                 * (a trigger on the table runs under it), the statement ran
-                 * and runs under the caller's; a rollback of this block
-                 * undoes the set_config too
-                 */
-                caller_path := pg_catalog.current_setting('search_path');
-                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-                /* the times, after the statement */
-                ret := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.retention', true), '')
-                                 OPERATOR(pg_catalog.=) ''
-                            THEN pg_catalog.make_interval(secs => 86400)
-                            ELSE _IDEM_SCHEMA_.idem__retention() END;
-                stamp := pg_catalog.clock_timestamp();
-                INSERT INTO _IDEM_SCHEMA_.idempotency_keys (scope, key, status, token, created_at, updated_at,
-                                                            expires_at, request_hash, response_code, response, due_at)
-                VALUES (idem_execute.scope, idem_execute.key, 'completed', new_token, stamp, stamp,
-                        stamp OPERATOR(pg_catalog.+) ret,
-                        CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END,
-                        success_code, resp, stamp OPERATOR(pg_catalog.+) ret);
-                PERFORM pg_catalog.set_config('search_path', caller_path, true);
-                short_done := true;
-            EXCEPTION WHEN unique_violation OR deadlock_detected THEN
-                resp := NULL;	/* undone: the general way finds out why */
-            END;
-            IF short_done THEN
-                outcome := 'new';
-                token := new_token;
-                status := 'completed';
-                response_code := success_code;
-                response := resp;
+    ckey := pg_catalog.encode(pg_catalog.sha256(pg_catalog.textsend(query)
+                                                OPERATOR(pg_catalog.||) pg_catalog.int4send(n)
+                                                OPERATOR(pg_catalog.||) pg_catalog.oidsend(pg_catalog.pg_typeof(args)::pg_catalog.oid)), 'hex');
+    checked := COALESCE(pg_catalog.current_setting('idempotency_edition.execute_checked', true), '');
+    hit := pg_catalog.strpos(checked, ckey) OPERATOR(pg_catalog.>) 0;
+    FOR pass IN 1..2 LOOP
+        IF (pass OPERATOR(pg_catalog.=) 1) OPERATOR(pg_catalog.=) hit THEN
+            /*
+             * A replay without the nested idem_claim: what it would check, read and
+             * decide before its answer replay, in its order (the settings it reads,
+             * the request hash, row level security in place; the rest it checks
+             * idem_execute has checked above with the same arguments), for a row
+             * not expired, with the same request, completed or failed for good.
+             * Anything else (and any error) is the claim's, which reads it all again.
+             */
+            IF COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '') OPERATOR(pg_catalog.<>) '' THEN
+                done := _IDEM_SCHEMA_.idem__max_attempts()::pg_catalog.text;
+            END IF;
+            IF COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.<>) '' THEN
+                times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
+            END IF;
+            req_hash := CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END;
+            IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+                PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+            END IF;
+            SELECT i.* INTO kr FROM _IDEM_SCHEMA_.idempotency_keys i
+             WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
+               AND i.key OPERATOR(pg_catalog.=) idem_execute.key;
+            kr_found := FOUND;
+            probed := true;
+            IF kr_found AND kr.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+               AND (kr.request_hash OPERATOR(pg_catalog.=) req_hash OR (kr.request_hash IS NULL AND req_hash IS NULL))
+               AND (kr.status OPERATOR(pg_catalog.=) 'completed'
+                    OR (kr.status OPERATOR(pg_catalog.=) 'failed' AND NOT kr.retryable)) THEN
+                outcome := 'replay';
+                status := kr.status;
+                response_code := kr.response_code;
+                response := kr.response;
                 RETURN;
             END IF;
         END IF;
-    END IF;
+        /* (a row that is not a replay, with a statement kept: the claim first) */
+        EXIT WHEN pass OPERATOR(pg_catalog.=) 2 OR kr_found;
 
-    /*
-     * A replay without the nested idem_claim: what it would check, read and
-     * decide before its answer replay, in its order (the settings it reads,
-     * the request hash, row level security in place; the rest it checks
-     * idem_execute has checked above with the same arguments), for a row
-     * not expired, with the same request, completed or failed for good.
-     * Anything else (and any error) is the claim's, which reads it all again.
-     */
-    IF COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '') OPERATOR(pg_catalog.<>) '' THEN
-        done := _IDEM_SCHEMA_.idem__max_attempts()::pg_catalog.text;
-    END IF;
-    IF COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.<>) '' THEN
-        times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
-    END IF;
-    req_hash := CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END;
-    IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
-        PERFORM _IDEM_SCHEMA_.idem__check_row_security();
-    END IF;
-    SELECT i.* INTO kr FROM _IDEM_SCHEMA_.idempotency_keys i
-     WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
-       AND i.key OPERATOR(pg_catalog.=) idem_execute.key;
-    IF FOUND AND kr.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
-       AND (kr.request_hash OPERATOR(pg_catalog.=) req_hash OR (kr.request_hash IS NULL AND req_hash IS NULL))
-       AND (kr.status OPERATOR(pg_catalog.=) 'completed'
-            OR (kr.status OPERATOR(pg_catalog.=) 'failed' AND NOT kr.retryable)) THEN
-        outcome := 'replay';
-        status := kr.status;
-        response_code := kr.response_code;
-        response := kr.response;
-        RETURN;
-    END IF;
+        /* the statement's kind (idem__execute_check), then kept as checked */
+        returns_rows := _IDEM_SCHEMA_.idem__execute_check(query, args, n, key, scope);
+        kind_checked := true;
+        IF NOT hit THEN
+            done := pg_catalog.set_config('idempotency_edition.execute_checked',
+                                          ckey OPERATOR(pg_catalog.||) ' '
+                                          OPERATOR(pg_catalog.||) pg_catalog.left(checked, 65 OPERATOR(pg_catalog.*) 15), false);
+        END IF;
+
+        /*
+         * A key without a row, the short way (src/execute.c): with the key's
+         * lock (tried: another transaction holding it is writing the key, and
+         * the general way waits for it), the statement runs in a subtransaction,
+         * then the row is inserted already completed, with its response.  A
+         * concurrent claim that got there first makes the INSERT (or the
+         * statement, on a unique index or a deadlock they share) fail: the
+         * subtransaction is rolled back, the statement's work with it, and the
+         * general way below finds out.  At most 32 per transaction (then the
+         * general way), and only when writing the key's row cannot be refused
+         * to the caller (INSERT privilege, no row level security): otherwise
+         * the claim is written first, so that a scope the caller may not use is
+         * refused before its statement starts.
+         */
+        /* (no NULLIF, IS DISTINCT FROM or IN here: they find = on the caller's search_path) */
+        subxacts := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency_edition.execute_subxacts', true), '') OPERATOR(pg_catalog.=) ''
+                         THEN 0
+                         ELSE pg_catalog.current_setting('idempotency_edition.execute_subxacts', true)::pg_catalog.int4 END;
+        IF subxacts OPERATOR(pg_catalog.<) 32
+           AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
+           AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN
+            /* (after pass 1, both done already: no row was found) */
+            IF NOT probed AND EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+                PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+            END IF;
+            IF (probed OR NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
+                                       WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
+                                         AND i.key OPERATOR(pg_catalog.=) idem_execute.key))
+               AND _IDEM_SCHEMA_.idem__lock_key(scope, key, false) THEN
+                done := pg_catalog.set_config('idempotency_edition.execute_subxacts',
+                                              (subxacts OPERATOR(pg_catalog.+) 1)::pg_catalog.text, true);
+                short_done := false;
+                BEGIN
+                    IF returns_rows THEN
+                        cur := _IDEM_SCHEMA_.idem__execute_run(query, args, n, true);
+                        FETCH cur INTO r;
+                        IF FOUND THEN
+                            FETCH cur INTO extra;
+                            IF FOUND THEN
+                                RAISE EXCEPTION USING ERRCODE = '21000',
+                                    MESSAGE = 'statement given to idem_execute returned more than one row',
+                                    DETAIL = pg_catalog.format('Key "%s" in scope "%s".', key, scope),
+                                    HINT = 'Its result row is the stored response; return one row, or none.';
+                            END IF;
+                            resp := pg_catalog.to_jsonb(r);
+                        END IF;
+                        CLOSE cur;
+                    ELSE
+                        PERFORM _IDEM_SCHEMA_.idem__execute_run(query, args, n, false);
+                    END IF;
+                    IF resp IS NOT NULL AND NOT _IDEM_SCHEMA_.idem_row_storable(resp, NULL, NULL) THEN
+                        RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
+                            DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
+                                                       key, scope, 256),
+                            HINT = 'Store a reference to the body, or a digest of it, instead.';
+                    END IF;
+                    new_token := pg_catalog.nextval('_IDEM_SCHEMA_.idempotency_token_seq'::pg_catalog.regclass);
+                    IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
+                        RAISE EXCEPTION USING ERRCODE = '54000',
+                            MESSAGE = 'idempotency_token_seq is exhausted on this node',
+                            DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
+                    END IF;
+                    /*
+                     * the key's row is written under the C build's search_path
+                     * (a trigger on the table runs under it), the statement ran
+                     * and runs under the caller's; a rollback of this block
+                     * undoes the set_config too
+                     */
+                    caller_path := pg_catalog.current_setting('search_path');
+                    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+                    /* the times, after the statement */
+                    ret := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.retention', true), '')
+                                     OPERATOR(pg_catalog.=) ''
+                                THEN pg_catalog.make_interval(secs => 86400)
+                                ELSE _IDEM_SCHEMA_.idem__retention() END;
+                    stamp := pg_catalog.clock_timestamp();
+                    INSERT INTO _IDEM_SCHEMA_.idempotency_keys (scope, key, status, token, created_at, updated_at,
+                                                                expires_at, request_hash, response_code, response, due_at)
+                    VALUES (idem_execute.scope, idem_execute.key, 'completed', new_token, stamp, stamp,
+                            stamp OPERATOR(pg_catalog.+) ret,
+                            CASE WHEN probed OR request IS NULL THEN req_hash ELSE _IDEM_SCHEMA_.idem_request_hash(request) END,
+                            success_code, resp, stamp OPERATOR(pg_catalog.+) ret);
+                    PERFORM pg_catalog.set_config('search_path', caller_path, true);
+                    short_done := true;
+                EXCEPTION WHEN unique_violation OR deadlock_detected THEN
+                    resp := NULL;	/* undone: the general way finds out why */
+                END;
+                IF short_done THEN
+                    outcome := 'new';
+                    token := new_token;
+                    status := 'completed';
+                    response_code := success_code;
+                    response := resp;
+                    RETURN;
+                END IF;
+            END IF;
+        END IF;
+
+    END LOOP;
 
     /* the claim; always waits for an uncommitted duplicate */
     SELECT * INTO claimed
@@ -627,6 +704,10 @@ BEGIN
     recovery_point := claimed.recovery_point;
     IF outcome OPERATOR(pg_catalog.<>) ALL (ARRAY['new', 'reclaimed']) THEN
         RETURN;
+    END IF;
+    /* a statement kept and not checked in this call: checked before it runs */
+    IF NOT kind_checked THEN
+        returns_rows := _IDEM_SCHEMA_.idem__execute_check(query, args, n, key, scope);
     END IF;
 
     /* the work, as the caller, under the caller's search_path */
