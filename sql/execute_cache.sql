@@ -38,3 +38,13 @@ ALTER TABLE cache_pay_moved RENAME TO cache_pay;
 SELECT outcome, response FROM idem_execute('c1', '{"n": 1}', 'cache', 201, 'INSERT INTO cache_pay VALUES (1) RETURNING id');
 SELECT count(*) AS payments FROM cache_pay;
 DROP TABLE cache_pay;
+-- a rule that makes a kept statement another kind: refused when it is to
+-- run (the C build revalidates the plan; the edition checks a kept
+-- statement again when the database has such a rule), its replays answered
+CREATE TABLE cache_rule (id int);
+SELECT outcome, response FROM idem_execute('r1', '{}', 'cache', 201, 'INSERT INTO cache_rule VALUES (1)');
+CREATE RULE cache_rule_notify AS ON INSERT TO cache_rule DO INSTEAD NOTIFY cache_rule_chan;
+SELECT outcome FROM idem_execute('r2', '{}', 'cache', 201, 'INSERT INTO cache_rule VALUES (1)');
+SELECT count(*) AS r2_rows FROM idempotency_keys WHERE scope = 'cache' AND key = 'r2';
+SELECT outcome FROM idem_execute('r1', '{}', 'cache', 201, 'INSERT INTO cache_rule VALUES (1)');
+DROP TABLE cache_rule;

@@ -465,10 +465,12 @@ DECLARE
     ckey pg_catalog.text;
     checked pg_catalog.text;
     hit pg_catalog.bool;
+    pos pg_catalog.int4;
     pass pg_catalog.int4;
     probed pg_catalog.bool := false;
     kr_found pg_catalog.bool := false;
     kind_checked pg_catalog.bool := false;
+    lock_free pg_catalog.bool;
 BEGIN
     IF query IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'statement must not be null',
@@ -526,24 +528,33 @@ BEGIN
     /*
      * Statements already checked in this session, as the C build keeps up
      * to 16 prepared per backend (src/execute.c): the SHA-256 of the text,
-     * the number of arguments and their type, in a session setting of the
-     * most recent 16.  The C build prepares, and so checks, a statement it
-     * has not kept before anything else; one it has kept it checks only
-     * when it runs it, after the claim.  So here: a statement checked
-     * before goes to the replay's test first (pass 1); for a key without a
-     * row it is checked and takes the short way, for any other row the
-     * claim comes first and the check only if the statement is to run.
-     * Any other statement is checked first, and the replay's test comes
-     * after the short way (pass 2).  A session that writes the setting
-     * itself gains nothing: the statement of a replay does not run, and
-     * one that runs is always checked.  A transaction rolled back forgets
-     * what it added (a setting's rule), and checks again.
+     * the number of arguments and their type, then r (it returns rows) or
+     * n, in a session setting of the most recent 16.  The C build
+     * prepares, and so checks, a statement it has not kept before anything
+     * else; one it has kept it checks when it runs it, after the claim
+     * (its plan revalidated).  So here: a statement kept goes to the
+     * replay's test first (pass 1); for a key without a row it takes the
+     * short way, for any other row the claim comes first.  A kept
+     * statement is checked again before it runs only when a table of the
+     * database has a rule on INSERT, UPDATE or DELETE: without one, its
+     * kind and whether it returns rows follow from its text (a rule is
+     * what can turn it into another kind; parsing and planning it raise
+     * when it runs what they would have raised here).  Any other statement
+     * is checked first, and the replay's test comes after the short way
+     * (pass 2).  A session that writes the setting itself skips no more
+     * than a kept statement skips: what runs is parsed and planned when it
+     * runs.  A transaction rolled back forgets what it added (a setting's
+     * rule), and checks again.
      */
     ckey := pg_catalog.encode(pg_catalog.sha256(pg_catalog.textsend(query)
                                                 OPERATOR(pg_catalog.||) pg_catalog.int4send(n)
                                                 OPERATOR(pg_catalog.||) pg_catalog.oidsend(pg_catalog.pg_typeof(args)::pg_catalog.oid)), 'hex');
     checked := COALESCE(pg_catalog.current_setting('idempotency_edition.execute_checked', true), '');
-    hit := pg_catalog.strpos(checked, ckey) OPERATOR(pg_catalog.>) 0;
+    pos := pg_catalog.strpos(checked, ckey);
+    hit := pos OPERATOR(pg_catalog.>) 0;
+    IF hit THEN
+        returns_rows := pg_catalog.substr(checked, pos OPERATOR(pg_catalog.+) 64, 1) OPERATOR(pg_catalog.=) 'r';
+    END IF;
     FOR pass IN 1..2 LOOP
         IF (pass OPERATOR(pg_catalog.=) 1) OPERATOR(pg_catalog.=) hit THEN
             /*
@@ -584,13 +595,17 @@ BEGIN
         EXIT WHEN pass OPERATOR(pg_catalog.=) 2 OR kr_found;
 
         /* the statement's kind (idem__execute_check), then kept as checked */
-        returns_rows := _IDEM_SCHEMA_.idem__execute_check(query, args, n, key, scope);
-        kind_checked := true;
         IF NOT hit THEN
+            returns_rows := _IDEM_SCHEMA_.idem__execute_check(query, args, n, key, scope);
             done := pg_catalog.set_config('idempotency_edition.execute_checked',
-                                          ckey OPERATOR(pg_catalog.||) ' '
-                                          OPERATOR(pg_catalog.||) pg_catalog.left(checked, 65 OPERATOR(pg_catalog.*) 15), false);
+                                          ckey OPERATOR(pg_catalog.||) CASE WHEN returns_rows THEN 'r ' ELSE 'n ' END
+                                          OPERATOR(pg_catalog.||) pg_catalog.left(checked, 66 OPERATOR(pg_catalog.*) 15), false);
+        ELSIF EXISTS (SELECT FROM pg_catalog.pg_rewrite w
+                       WHERE w.ev_type OPERATOR(pg_catalog.<>) '1'
+                         AND w.ev_class OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid) THEN
+            returns_rows := _IDEM_SCHEMA_.idem__execute_check(query, args, n, key, scope);
         END IF;
+        kind_checked := true;
 
         /*
          * A key without a row, the short way (src/execute.c): with the key's
@@ -613,14 +628,22 @@ BEGIN
         IF subxacts OPERATOR(pg_catalog.<) 32
            AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
            AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN
-            /* (after pass 1, both done already: no row was found) */
-            IF NOT probed AND EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
-                PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+            /*
+             * after pass 1, both done already (no row was found): no
+             * statement with a subquery, each of which is a query of its own
+             */
+            IF probed THEN
+                lock_free := _IDEM_SCHEMA_.idem__lock_key(scope, key, false);
+            ELSE
+                IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+                    PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+                END IF;
+                lock_free := NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
+                                          WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
+                                            AND i.key OPERATOR(pg_catalog.=) idem_execute.key)
+                             AND _IDEM_SCHEMA_.idem__lock_key(scope, key, false);
             END IF;
-            IF (probed OR NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
-                                       WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
-                                         AND i.key OPERATOR(pg_catalog.=) idem_execute.key))
-               AND _IDEM_SCHEMA_.idem__lock_key(scope, key, false) THEN
+            IF lock_free THEN
                 done := pg_catalog.set_config('idempotency_edition.execute_subxacts',
                                               (subxacts OPERATOR(pg_catalog.+) 1)::pg_catalog.text, true);
                 short_done := false;
@@ -705,8 +728,10 @@ BEGIN
     IF outcome OPERATOR(pg_catalog.<>) ALL (ARRAY['new', 'reclaimed']) THEN
         RETURN;
     END IF;
-    /* a statement kept and not checked in this call: checked before it runs */
-    IF NOT kind_checked THEN
+    /* a statement kept, not checked in this call: checked before it runs if a rule may change it */
+    IF NOT kind_checked AND EXISTS (SELECT FROM pg_catalog.pg_rewrite w
+                                     WHERE w.ev_type OPERATOR(pg_catalog.<>) '1'
+                                       AND w.ev_class OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid) THEN
         returns_rows := _IDEM_SCHEMA_.idem__execute_check(query, args, n, key, scope);
     END IF;
 
