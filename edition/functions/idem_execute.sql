@@ -466,11 +466,7 @@ DECLARE
     checked pg_catalog.text;
     hit pg_catalog.bool;
     pos pg_catalog.int4;
-    pass pg_catalog.int4;
-    probed pg_catalog.bool := false;
-    kr_found pg_catalog.bool := false;
     kind_checked pg_catalog.bool := false;
-    lock_free pg_catalog.bool;
 BEGIN
     IF query IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'statement must not be null',
@@ -532,19 +528,18 @@ BEGIN
      * n, in a session setting of the most recent 16.  The C build
      * prepares, and so checks, a statement it has not kept before anything
      * else; one it has kept it checks when it runs it, after the claim
-     * (its plan revalidated).  So here: a statement kept goes to the
-     * replay's test first (pass 1); for a key without a row it takes the
-     * short way, for any other row the claim comes first.  A kept
-     * statement is checked again before it runs only when a table of the
-     * database has a rule on INSERT, UPDATE or DELETE: without one, its
-     * kind and whether it returns rows follow from its text (a rule is
-     * what can turn it into another kind; parsing and planning it raise
-     * when it runs what they would have raised here).  Any other statement
-     * is checked first, and the replay's test comes after the short way
-     * (pass 2).  A session that writes the setting itself skips no more
-     * than a kept statement skips: what runs is parsed and planned when it
-     * runs.  A transaction rolled back forgets what it added (a setting's
-     * rule), and checks again.
+     * (its plan revalidated).  So here: a statement not kept is checked
+     * first; a kept one is not, and is checked again before it runs only
+     * when a table of the database has a rule on INSERT, UPDATE or DELETE:
+     * without one, its kind and whether it returns rows follow from its
+     * text (a rule is what can turn it into another kind; parsing and
+     * planning it raise when it runs what they would have raised here).
+     * So a replay of a kept statement, or a row the claim answers (IK001,
+     * in_progress, ...), is answered without the check, as in the C build.
+     * A session that writes the setting itself skips no more than a kept
+     * statement skips: what runs is parsed and planned when it runs.  A
+     * transaction rolled back forgets what it added (a setting's rule),
+     * and checks again.
      */
     ckey := pg_catalog.encode(pg_catalog.sha256(pg_catalog.textsend(query)
                                                 OPERATOR(pg_catalog.||) pg_catalog.int4send(n)
@@ -555,165 +550,150 @@ BEGIN
     IF hit THEN
         returns_rows := pg_catalog.substr(checked, pos OPERATOR(pg_catalog.+) 64, 1) OPERATOR(pg_catalog.=) 'r';
     END IF;
-    FOR pass IN 1..2 LOOP
-        IF (pass OPERATOR(pg_catalog.=) 1) OPERATOR(pg_catalog.=) hit THEN
-            /*
-             * A replay without the nested idem_claim: what it would check, read and
-             * decide before its answer replay, in its order (the settings it reads,
-             * the request hash, row level security in place; the rest it checks
-             * idem_execute has checked above with the same arguments), for a row
-             * not expired, with the same request, completed or failed for good.
-             * Anything else (and any error) is the claim's, which reads it all again.
-             */
-            IF COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '') OPERATOR(pg_catalog.<>) '' THEN
-                done := _IDEM_SCHEMA_.idem__max_attempts()::pg_catalog.text;
+    /* a statement not kept: its kind (idem__execute_check), then kept */
+    IF NOT hit THEN
+        returns_rows := _IDEM_SCHEMA_.idem__execute_check(query, args, n, key, scope);
+        kind_checked := true;
+        done := pg_catalog.set_config('idempotency_edition.execute_checked',
+                                      ckey OPERATOR(pg_catalog.||) CASE WHEN returns_rows THEN 'r ' ELSE 'n ' END
+                                      OPERATOR(pg_catalog.||) pg_catalog.left(checked, 66 OPERATOR(pg_catalog.*) 15), false);
+    END IF;
+
+    /*
+     * A key without a row, the short way (src/execute.c): with the key's
+     * lock (tried: another transaction holding it is writing the key, and
+     * the general way waits for it), the statement runs in a subtransaction,
+     * then the row is inserted already completed, with its response.  A
+     * concurrent claim that got there first makes the INSERT (or the
+     * statement, on a unique index or a deadlock they share) fail: the
+     * subtransaction is rolled back, the statement's work with it, and the
+     * general way below finds out.  At most 32 per transaction (then the
+     * general way), and only when writing the key's row cannot be refused
+     * to the caller (INSERT privilege, no row level security): otherwise
+     * the claim is written first, so that a scope the caller may not use is
+     * refused before its statement starts.
+     */
+    /* (no NULLIF, IS DISTINCT FROM or IN here: they find = on the caller's search_path) */
+    subxacts := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency_edition.execute_subxacts', true), '') OPERATOR(pg_catalog.=) ''
+                     THEN 0
+                     ELSE pg_catalog.current_setting('idempotency_edition.execute_subxacts', true)::pg_catalog.int4 END;
+    IF subxacts OPERATOR(pg_catalog.<) 32
+       AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
+       AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN
+        IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+            PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+        END IF;
+        IF NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
+                        WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
+                          AND i.key OPERATOR(pg_catalog.=) idem_execute.key)
+           AND _IDEM_SCHEMA_.idem__lock_key(scope, key, false) THEN
+            /* a statement kept, about to run: checked again if a rule may have changed it */
+            IF NOT kind_checked AND EXISTS (SELECT FROM pg_catalog.pg_rewrite w
+                                             WHERE w.ev_type OPERATOR(pg_catalog.<>) '1'
+                                               AND w.ev_class OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid) THEN
+                returns_rows := _IDEM_SCHEMA_.idem__execute_check(query, args, n, key, scope);
             END IF;
-            IF COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.<>) '' THEN
-                times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
-            END IF;
-            req_hash := CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END;
-            IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
-                PERFORM _IDEM_SCHEMA_.idem__check_row_security();
-            END IF;
-            SELECT i.* INTO kr FROM _IDEM_SCHEMA_.idempotency_keys i
-             WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
-               AND i.key OPERATOR(pg_catalog.=) idem_execute.key;
-            kr_found := FOUND;
-            probed := true;
-            IF kr_found AND kr.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
-               AND (kr.request_hash OPERATOR(pg_catalog.=) req_hash OR (kr.request_hash IS NULL AND req_hash IS NULL))
-               AND (kr.status OPERATOR(pg_catalog.=) 'completed'
-                    OR (kr.status OPERATOR(pg_catalog.=) 'failed' AND NOT kr.retryable)) THEN
-                outcome := 'replay';
-                status := kr.status;
-                response_code := kr.response_code;
-                response := kr.response;
+            kind_checked := true;
+            done := pg_catalog.set_config('idempotency_edition.execute_subxacts',
+                                          (subxacts OPERATOR(pg_catalog.+) 1)::pg_catalog.text, true);
+            short_done := false;
+            BEGIN
+                IF returns_rows THEN
+                    cur := _IDEM_SCHEMA_.idem__execute_run(query, args, n, true);
+                    FETCH cur INTO r;
+                    IF FOUND THEN
+                        FETCH cur INTO extra;
+                        IF FOUND THEN
+                            RAISE EXCEPTION USING ERRCODE = '21000',
+                                MESSAGE = 'statement given to idem_execute returned more than one row',
+                                DETAIL = pg_catalog.format('Key "%s" in scope "%s".', key, scope),
+                                HINT = 'Its result row is the stored response; return one row, or none.';
+                        END IF;
+                        resp := pg_catalog.to_jsonb(r);
+                    END IF;
+                    CLOSE cur;
+                ELSE
+                    PERFORM _IDEM_SCHEMA_.idem__execute_run(query, args, n, false);
+                END IF;
+                IF resp IS NOT NULL AND NOT _IDEM_SCHEMA_.idem_row_storable(resp, NULL, NULL) THEN
+                    RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
+                        DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
+                                                   key, scope, 256),
+                        HINT = 'Store a reference to the body, or a digest of it, instead.';
+                END IF;
+                new_token := pg_catalog.nextval('_IDEM_SCHEMA_.idempotency_token_seq'::pg_catalog.regclass);
+                IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
+                    RAISE EXCEPTION USING ERRCODE = '54000',
+                        MESSAGE = 'idempotency_token_seq is exhausted on this node',
+                        DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
+                END IF;
+                /*
+                 * the key's row is written under the C build's search_path
+                 * (a trigger on the table runs under it), the statement ran
+                 * and runs under the caller's; a rollback of this block
+                 * undoes the set_config too
+                 */
+                caller_path := pg_catalog.current_setting('search_path');
+                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+                /* the times, after the statement */
+                ret := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.retention', true), '')
+                                 OPERATOR(pg_catalog.=) ''
+                            THEN pg_catalog.make_interval(secs => 86400)
+                            ELSE _IDEM_SCHEMA_.idem__retention() END;
+                stamp := pg_catalog.clock_timestamp();
+                INSERT INTO _IDEM_SCHEMA_.idempotency_keys (scope, key, status, token, created_at, updated_at,
+                                                            expires_at, request_hash, response_code, response, due_at)
+                VALUES (idem_execute.scope, idem_execute.key, 'completed', new_token, stamp, stamp,
+                        stamp OPERATOR(pg_catalog.+) ret,
+                        CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END,
+                        success_code, resp, stamp OPERATOR(pg_catalog.+) ret);
+                PERFORM pg_catalog.set_config('search_path', caller_path, true);
+                short_done := true;
+            EXCEPTION WHEN unique_violation OR deadlock_detected THEN
+                resp := NULL;	/* undone: the general way finds out why */
+            END;
+            IF short_done THEN
+                outcome := 'new';
+                token := new_token;
+                status := 'completed';
+                response_code := success_code;
+                response := resp;
                 RETURN;
             END IF;
         END IF;
-        /* (a row that is not a replay, with a statement kept: the claim first) */
-        EXIT WHEN pass OPERATOR(pg_catalog.=) 2 OR kr_found;
+    END IF;
 
-        /* the statement's kind (idem__execute_check), then kept as checked */
-        IF NOT hit THEN
-            returns_rows := _IDEM_SCHEMA_.idem__execute_check(query, args, n, key, scope);
-            done := pg_catalog.set_config('idempotency_edition.execute_checked',
-                                          ckey OPERATOR(pg_catalog.||) CASE WHEN returns_rows THEN 'r ' ELSE 'n ' END
-                                          OPERATOR(pg_catalog.||) pg_catalog.left(checked, 66 OPERATOR(pg_catalog.*) 15), false);
-        ELSIF EXISTS (SELECT FROM pg_catalog.pg_rewrite w
-                       WHERE w.ev_type OPERATOR(pg_catalog.<>) '1'
-                         AND w.ev_class OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid) THEN
-            returns_rows := _IDEM_SCHEMA_.idem__execute_check(query, args, n, key, scope);
-        END IF;
-        kind_checked := true;
-
-        /*
-         * A key without a row, the short way (src/execute.c): with the key's
-         * lock (tried: another transaction holding it is writing the key, and
-         * the general way waits for it), the statement runs in a subtransaction,
-         * then the row is inserted already completed, with its response.  A
-         * concurrent claim that got there first makes the INSERT (or the
-         * statement, on a unique index or a deadlock they share) fail: the
-         * subtransaction is rolled back, the statement's work with it, and the
-         * general way below finds out.  At most 32 per transaction (then the
-         * general way), and only when writing the key's row cannot be refused
-         * to the caller (INSERT privilege, no row level security): otherwise
-         * the claim is written first, so that a scope the caller may not use is
-         * refused before its statement starts.
-         */
-        /* (no NULLIF, IS DISTINCT FROM or IN here: they find = on the caller's search_path) */
-        subxacts := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency_edition.execute_subxacts', true), '') OPERATOR(pg_catalog.=) ''
-                         THEN 0
-                         ELSE pg_catalog.current_setting('idempotency_edition.execute_subxacts', true)::pg_catalog.int4 END;
-        IF subxacts OPERATOR(pg_catalog.<) 32
-           AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
-           AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN
-            /*
-             * after pass 1, both done already (no row was found): no
-             * statement with a subquery, each of which is a query of its own
-             */
-            IF probed THEN
-                lock_free := _IDEM_SCHEMA_.idem__lock_key(scope, key, false);
-            ELSE
-                IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
-                    PERFORM _IDEM_SCHEMA_.idem__check_row_security();
-                END IF;
-                lock_free := NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
-                                          WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
-                                            AND i.key OPERATOR(pg_catalog.=) idem_execute.key)
-                             AND _IDEM_SCHEMA_.idem__lock_key(scope, key, false);
-            END IF;
-            IF lock_free THEN
-                done := pg_catalog.set_config('idempotency_edition.execute_subxacts',
-                                              (subxacts OPERATOR(pg_catalog.+) 1)::pg_catalog.text, true);
-                short_done := false;
-                BEGIN
-                    IF returns_rows THEN
-                        cur := _IDEM_SCHEMA_.idem__execute_run(query, args, n, true);
-                        FETCH cur INTO r;
-                        IF FOUND THEN
-                            FETCH cur INTO extra;
-                            IF FOUND THEN
-                                RAISE EXCEPTION USING ERRCODE = '21000',
-                                    MESSAGE = 'statement given to idem_execute returned more than one row',
-                                    DETAIL = pg_catalog.format('Key "%s" in scope "%s".', key, scope),
-                                    HINT = 'Its result row is the stored response; return one row, or none.';
-                            END IF;
-                            resp := pg_catalog.to_jsonb(r);
-                        END IF;
-                        CLOSE cur;
-                    ELSE
-                        PERFORM _IDEM_SCHEMA_.idem__execute_run(query, args, n, false);
-                    END IF;
-                    IF resp IS NOT NULL AND NOT _IDEM_SCHEMA_.idem_row_storable(resp, NULL, NULL) THEN
-                        RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
-                            DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
-                                                       key, scope, 256),
-                            HINT = 'Store a reference to the body, or a digest of it, instead.';
-                    END IF;
-                    new_token := pg_catalog.nextval('_IDEM_SCHEMA_.idempotency_token_seq'::pg_catalog.regclass);
-                    IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
-                        RAISE EXCEPTION USING ERRCODE = '54000',
-                            MESSAGE = 'idempotency_token_seq is exhausted on this node',
-                            DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
-                    END IF;
-                    /*
-                     * the key's row is written under the C build's search_path
-                     * (a trigger on the table runs under it), the statement ran
-                     * and runs under the caller's; a rollback of this block
-                     * undoes the set_config too
-                     */
-                    caller_path := pg_catalog.current_setting('search_path');
-                    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-                    /* the times, after the statement */
-                    ret := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.retention', true), '')
-                                     OPERATOR(pg_catalog.=) ''
-                                THEN pg_catalog.make_interval(secs => 86400)
-                                ELSE _IDEM_SCHEMA_.idem__retention() END;
-                    stamp := pg_catalog.clock_timestamp();
-                    INSERT INTO _IDEM_SCHEMA_.idempotency_keys (scope, key, status, token, created_at, updated_at,
-                                                                expires_at, request_hash, response_code, response, due_at)
-                    VALUES (idem_execute.scope, idem_execute.key, 'completed', new_token, stamp, stamp,
-                            stamp OPERATOR(pg_catalog.+) ret,
-                            CASE WHEN probed OR request IS NULL THEN req_hash ELSE _IDEM_SCHEMA_.idem_request_hash(request) END,
-                            success_code, resp, stamp OPERATOR(pg_catalog.+) ret);
-                    PERFORM pg_catalog.set_config('search_path', caller_path, true);
-                    short_done := true;
-                EXCEPTION WHEN unique_violation OR deadlock_detected THEN
-                    resp := NULL;	/* undone: the general way finds out why */
-                END;
-                IF short_done THEN
-                    outcome := 'new';
-                    token := new_token;
-                    status := 'completed';
-                    response_code := success_code;
-                    response := resp;
-                    RETURN;
-                END IF;
-            END IF;
-        END IF;
-
-    END LOOP;
+    /*
+     * A replay without the nested idem_claim: what it would check, read and
+     * decide before its answer replay, in its order (the settings it reads,
+     * the request hash, row level security in place; the rest it checks
+     * idem_execute has checked above with the same arguments), for a row
+     * not expired, with the same request, completed or failed for good.
+     * Anything else (and any error) is the claim's, which reads it all again.
+     */
+    IF COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '') OPERATOR(pg_catalog.<>) '' THEN
+        done := _IDEM_SCHEMA_.idem__max_attempts()::pg_catalog.text;
+    END IF;
+    IF COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.<>) '' THEN
+        times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
+    END IF;
+    req_hash := CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END;
+    IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+        PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+    END IF;
+    SELECT i.* INTO kr FROM _IDEM_SCHEMA_.idempotency_keys i
+     WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
+       AND i.key OPERATOR(pg_catalog.=) idem_execute.key;
+    IF FOUND AND kr.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+       AND (kr.request_hash OPERATOR(pg_catalog.=) req_hash OR (kr.request_hash IS NULL AND req_hash IS NULL))
+       AND (kr.status OPERATOR(pg_catalog.=) 'completed'
+            OR (kr.status OPERATOR(pg_catalog.=) 'failed' AND NOT kr.retryable)) THEN
+        outcome := 'replay';
+        status := kr.status;
+        response_code := kr.response_code;
+        response := kr.response;
+        RETURN;
+    END IF;
 
     /* the claim; always waits for an uncommitted duplicate */
     SELECT * INTO claimed
