@@ -536,8 +536,10 @@ BEGIN
      * planning it raise when it runs what they would have raised here).
      * So a replay of a kept statement, or a row the claim answers (IK001,
      * in_progress, ...), is answered without the check, as in the C build.
-     * A session that writes the setting itself skips no more than a kept
-     * statement skips: what runs is parsed and planned when it runs.  A
+     * A session can write the setting itself, and so have a statement run
+     * unchecked (of another kind, or several): as it could run it itself,
+     * the statement runs as the caller, under the caller's privileges and
+     * search_path, and the key's row is checked after it as always.  A
      * transaction rolled back forgets what it added (a setting's rule),
      * and checks again.
      */
