@@ -59,97 +59,159 @@ DECLARE
     exhausted jsonb;
     round integer := 0;
     maxlen integer;
+    prefetched boolean := false;
 BEGIN
-    /* idem__check_key's checks here; it runs (and raises) only when one fails */
-    IF v_key IS NULL OR v_scope IS NULL THEN
-        PERFORM idem__check_key(v_key, v_scope);
-    END IF;
     /*
-     * idem__max_key_length(): 255 without a call when the setting is empty in
-     * the session and stored for no database or role, for idem__setting
-     * returns NULL then, whoever the session user (its own first probe);
-     * otherwise idem__setting, and idem__int_setting for a value that is set
+     * The common call, in one query (each PL/pgSQL statement costs a
+     * replay about as much as a statement of SQL does): no lease,
+     * retention, max_attempts or await_result given, wait not null, and
+     * every idempotency.* setting empty (so each of them its default, and
+     * the key's bound 255 bytes, as below).  It makes the checks below
+     * that such a call needs (key, scope, read-only, row level security
+     * not recorded), then hashes the request and reads the key's row.  A
+     * replay is answered from it; anything else is the first round's,
+     * with that row.  A check failing or a setting set leaves the query
+     * without a hash: the way below then checks it all again, and raises
+     * what it must, as before.  (The request's hash is '' for no request
+     * there: the hash of a request is never empty.)
      */
-    maxlen := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
-                        AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
-                                         WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
-                                                                 'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
-                        OR COALESCE(idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
-                   ELSE idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
-    IF pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.=) 0
-       OR pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) maxlen
-       OR pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.>) maxlen
-       OR v_key OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]'
-       OR v_scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
-        PERFORM idem__check_key(v_key, v_scope);
-    END IF;
-    /*
-     * idem__lease() and the others read here: their function calls only for
-     * a setting that is set (each a call with a SET clause; the defaults as
-     * they return them)
-     */
-    v_lease := COALESCE(lease,
-        CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.lease', true), '') OPERATOR(pg_catalog.=) ''
-             THEN pg_catalog.make_interval(secs => 60) ELSE idem__lease() END);
-    v_retention := COALESCE(retention,
-        CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.retention', true), '') OPERATOR(pg_catalog.=) ''
-             THEN pg_catalog.make_interval(secs => 86400) ELSE idem__retention() END);
-    now_ts := pg_catalog.clock_timestamp();
-    /*
-     * A lease or retention read from its setting (1 s to 2^31-1 s, checked
-     * there) passes idem__check_interval always: only given ones need it.
-     */
-    IF lease IS NOT NULL THEN
-        PERFORM idem__check_interval(v_lease, 'lease', now_ts, v_key, v_scope);
-    END IF;
-    IF retention IS NOT NULL THEN
-        PERFORM idem__check_interval(v_retention, 'retention', now_ts OPERATOR(pg_catalog.+) v_lease, v_key, v_scope);
-    END IF;
-    v_max := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '') OPERATOR(pg_catalog.=) ''
-                  THEN 0 ELSE idem__max_attempts() END;
-    v_await := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.=) ''
-                    THEN NULL ELSE idem__await_result() END;
-    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
-        RAISE EXCEPTION USING ERRCODE = '25006',
-            MESSAGE = 'cannot execute idem_claim() in a read-only transaction';
-    END IF;
-    IF wait IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'wait must not be null',
-            DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope);
-    END IF;
-    IF max_attempts IS NOT NULL THEN
-        IF max_attempts OPERATOR(pg_catalog.<) 0 THEN
-            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'max_attempts must not be negative',
-                DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
-                HINT = '0 means no limit.';
+    IF lease IS NULL AND retention IS NULL AND max_attempts IS NULL AND await_result IS NULL
+       AND wait IS NOT NULL THEN
+        now_ts := pg_catalog.clock_timestamp();
+        SELECT k.*, c.hash AS idem_hash,
+               k.expires_at OPERATOR(pg_catalog.>) now_ts
+               AND k.request_hash IS NOT DISTINCT FROM CASE WHEN c.hash OPERATOR(pg_catalog.<>) ''::pg_catalog.bytea THEN c.hash END
+               AND (k.status OPERATOR(pg_catalog.=) 'completed'
+                    OR (k.status OPERATOR(pg_catalog.=) 'failed' AND NOT k.retryable)) AS idem_replay
+          INTO r
+          FROM (SELECT CASE WHEN v_key IS NOT NULL AND v_scope IS NOT NULL
+                               AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) 0
+                               AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.<=) 255
+                               AND pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.<=) 255
+                               AND v_key OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
+                               AND v_scope OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
+                               AND COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '')
+                                   OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.lease', true), '')
+                                   OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.retention', true), '')
+                                   OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '')
+                                   OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '')
+                                   OPERATOR(pg_catalog.=) ''
+                               AND NOT pg_catalog.current_setting('transaction_read_only')::boolean
+                               AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
+                                                WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
+                                                                        'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+                               AND NOT EXISTS (SELECT FROM idempotency_row_security)
+                            THEN COALESCE(idem_request_hash(request), ''::pg_catalog.bytea) END
+                OFFSET 0) AS c(hash)   -- (a fence: computed once, before the row is read)
+          LEFT JOIN idempotency_keys AS k
+            ON c.hash IS NOT NULL AND k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
+        IF r.idem_replay THEN
+            outcome := 'replay';
+            status := r.status;
+            response_code := r.response_code;
+            response := r.response;
+            RETURN;
         END IF;
-        v_max := max_attempts;
-    END IF;
-    IF await_result IS NOT NULL THEN
-        /* as the C build counts it: a month 30 days, a day 24 hours */
-        usecs := (((EXTRACT(year FROM await_result) OPERATOR(pg_catalog.*) 12
-                    OPERATOR(pg_catalog.+) EXTRACT(month FROM await_result)) OPERATOR(pg_catalog.*) 30
-                   OPERATOR(pg_catalog.+) EXTRACT(day FROM await_result)) OPERATOR(pg_catalog.*) 86400000000)
-                 OPERATOR(pg_catalog.+) (EXTRACT(epoch FROM await_result OPERATOR(pg_catalog.-)
-                        pg_catalog.make_interval(
-                            months => (EXTRACT(year FROM await_result) OPERATOR(pg_catalog.*) 12
-                                       OPERATOR(pg_catalog.+) EXTRACT(month FROM await_result))::integer,
-                            days => EXTRACT(day FROM await_result)::integer)) OPERATOR(pg_catalog.*) 1000000);
-        IF usecs OPERATOR(pg_catalog.<) 0 THEN
-            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'await_result must not be negative',
-                DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
-                HINT = 'Pass how long to wait for a claim in flight of the key, such as ''2 s''; 0 or NULL does not wait.';
+        IF r.idem_hash IS NOT NULL THEN
+            prefetched := true;
+            hash := CASE WHEN r.idem_hash OPERATOR(pg_catalog.<>) ''::pg_catalog.bytea THEN r.idem_hash END;
+            v_lease := pg_catalog.make_interval(secs => 60);
+            v_retention := pg_catalog.make_interval(secs => 86400);
+            v_max := 0;
         END IF;
-        IF usecs OPERATOR(pg_catalog.>) 3600000000 THEN
-            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'await_result is too long',
-                DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
-                HINT = 'The longest is 1 hour.';
-        END IF;
-        v_await := CASE WHEN usecs OPERATOR(pg_catalog.=) 0 THEN NULL ELSE await_result END;
     END IF;
-    hash := CASE WHEN request IS NULL THEN NULL ELSE idem_request_hash(request) END;
-    IF EXISTS (SELECT FROM idempotency_row_security) THEN
-        PERFORM idem__check_row_security();
+    IF NOT prefetched THEN
+        /* idem__check_key's checks here; it runs (and raises) only when one fails */
+        IF v_key IS NULL OR v_scope IS NULL THEN
+            PERFORM idem__check_key(v_key, v_scope);
+        END IF;
+        /*
+         * idem__max_key_length(): 255 without a call when the setting is empty in
+         * the session and stored for no database or role, for idem__setting
+         * returns NULL then, whoever the session user (its own first probe);
+         * otherwise idem__setting, and idem__int_setting for a value that is set
+         */
+        maxlen := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
+                            AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
+                                             WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
+                                                                     'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+                            OR COALESCE(idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
+                       ELSE idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
+        IF pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.=) 0
+           OR pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) maxlen
+           OR pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.>) maxlen
+           OR v_key OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]'
+           OR v_scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
+            PERFORM idem__check_key(v_key, v_scope);
+        END IF;
+        /*
+         * idem__lease() and the others read here: their function calls only for
+         * a setting that is set (each a call with a SET clause; the defaults as
+         * they return them)
+         */
+        v_lease := COALESCE(lease,
+            CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.lease', true), '') OPERATOR(pg_catalog.=) ''
+                 THEN pg_catalog.make_interval(secs => 60) ELSE idem__lease() END);
+        v_retention := COALESCE(retention,
+            CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.retention', true), '') OPERATOR(pg_catalog.=) ''
+                 THEN pg_catalog.make_interval(secs => 86400) ELSE idem__retention() END);
+        now_ts := pg_catalog.clock_timestamp();
+        /*
+         * A lease or retention read from its setting (1 s to 2^31-1 s, checked
+         * there) passes idem__check_interval always: only given ones need it.
+         */
+        IF lease IS NOT NULL THEN
+            PERFORM idem__check_interval(v_lease, 'lease', now_ts, v_key, v_scope);
+        END IF;
+        IF retention IS NOT NULL THEN
+            PERFORM idem__check_interval(v_retention, 'retention', now_ts OPERATOR(pg_catalog.+) v_lease, v_key, v_scope);
+        END IF;
+        v_max := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '') OPERATOR(pg_catalog.=) ''
+                      THEN 0 ELSE idem__max_attempts() END;
+        v_await := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.=) ''
+                        THEN NULL ELSE idem__await_result() END;
+        IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+            RAISE EXCEPTION USING ERRCODE = '25006',
+                MESSAGE = 'cannot execute idem_claim() in a read-only transaction';
+        END IF;
+        IF wait IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'wait must not be null',
+                DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope);
+        END IF;
+        IF max_attempts IS NOT NULL THEN
+            IF max_attempts OPERATOR(pg_catalog.<) 0 THEN
+                RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'max_attempts must not be negative',
+                    DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
+                    HINT = '0 means no limit.';
+            END IF;
+            v_max := max_attempts;
+        END IF;
+        IF await_result IS NOT NULL THEN
+            /* as the C build counts it: a month 30 days, a day 24 hours */
+            usecs := (((EXTRACT(year FROM await_result) OPERATOR(pg_catalog.*) 12
+                        OPERATOR(pg_catalog.+) EXTRACT(month FROM await_result)) OPERATOR(pg_catalog.*) 30
+                       OPERATOR(pg_catalog.+) EXTRACT(day FROM await_result)) OPERATOR(pg_catalog.*) 86400000000)
+                     OPERATOR(pg_catalog.+) (EXTRACT(epoch FROM await_result OPERATOR(pg_catalog.-)
+                            pg_catalog.make_interval(
+                                months => (EXTRACT(year FROM await_result) OPERATOR(pg_catalog.*) 12
+                                           OPERATOR(pg_catalog.+) EXTRACT(month FROM await_result))::integer,
+                                days => EXTRACT(day FROM await_result)::integer)) OPERATOR(pg_catalog.*) 1000000);
+            IF usecs OPERATOR(pg_catalog.<) 0 THEN
+                RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'await_result must not be negative',
+                    DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
+                    HINT = 'Pass how long to wait for a claim in flight of the key, such as ''2 s''; 0 or NULL does not wait.';
+            END IF;
+            IF usecs OPERATOR(pg_catalog.>) 3600000000 THEN
+                RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'await_result is too long',
+                    DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope),
+                    HINT = 'The longest is 1 hour.';
+            END IF;
+            v_await := CASE WHEN usecs OPERATOR(pg_catalog.=) 0 THEN NULL ELSE await_result END;
+        END IF;
+        hash := CASE WHEN request IS NULL THEN NULL ELSE idem_request_hash(request) END;
+        IF EXISTS (SELECT FROM idempotency_row_security) THEN
+            PERFORM idem__check_row_security();
+        END IF;
     END IF;
 
     /* await_result: wait, holding nothing, for a claim in flight */
@@ -180,10 +242,16 @@ BEGIN
                 HINT = 'Retry the transaction.';
         END IF;
         round := round OPERATOR(pg_catalog.+) 1;
-        now_ts := pg_catalog.clock_timestamp();
-        SELECT k.* INTO r FROM idempotency_keys k
-         WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
-        found_row := FOUND;
+        IF prefetched THEN
+            /* the first round: the row read above */
+            prefetched := false;
+            found_row := r.key IS NOT NULL;
+        ELSE
+            now_ts := pg_catalog.clock_timestamp();
+            SELECT k.* INTO r FROM idempotency_keys k
+             WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
+            found_row := FOUND;
+        END IF;
         /*
          * idempotency.stale_policy only where it decides (a row past its
          * expiry or its lease): reading it is a catalog read for a

@@ -53,7 +53,7 @@ esac
 
 # The files that run against the edition, in the Makefile's order
 REGRESS="setup claim attempts batch record hash input expire expire_backlog execute execute_hostile
-key_locks owner interval_calendar execute_rules response_dump_size key_lock_secret plans large_response await string_settings execute_cache"
+key_locks owner interval_calendar execute_rules response_dump_size key_lock_secret plans large_response await string_settings execute_cache claim_replay"
 ISOLATION="claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await
 claim_repeatable_read claim_serializable takeover execute execute_race scope_probe
 key_lock_savepoints scope_policy_before_lock lease_after_wait row_type_change"
