@@ -198,49 +198,84 @@ DECLARE
     maxlen integer;
     r record;
 BEGIN
-    /* idem__check_key's checks here; it runs (and raises) only when one fails */
-    IF v_key IS NULL OR v_scope IS NULL THEN
-        PERFORM idem__check_key(v_key, v_scope);
-    END IF;
     /*
-     * idem__max_key_length(): 255 without a call when the setting is empty in
-     * the session and stored for no database or role, for idem__setting
-     * returns NULL then, whoever the session user (its own first probe);
-     * otherwise idem__setting, and idem__int_setting for a value that is set
+     * The common call, the checks below in one query that also reads the
+     * key's token when none was given (as below: when this transaction
+     * wrote the row): every idempotency.* setting empty (the key's bound
+     * 255 bytes), the key and scope well formed, not read-only, a response
+     * of at most 8192 bytes not compressed, no row level security
+     * recorded.  A check failing or a setting set: the way below checks
+     * it all again and raises what it must.
      */
-    maxlen := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
-                        AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
-                                         WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
-                                                                 'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
-                        OR COALESCE(idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
-                   ELSE idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
-    IF pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.=) 0
-       OR pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) maxlen
-       OR pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.>) maxlen
-       OR v_key OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]'
-       OR v_scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
-        PERFORM idem__check_key(v_key, v_scope);
-    END IF;
-    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
-        RAISE EXCEPTION USING ERRCODE = '25006',
-            MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
-    END IF;
-    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
-       OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
-        PERFORM _idem_record_check_response(response, v_key, v_scope);
-    END IF;
-    IF EXISTS (SELECT FROM idempotency_row_security) THEN
-        PERFORM idem__check_row_security();
-    END IF;
-    v_token := token;
-    IF v_token IS NULL THEN
-        /* _idem_record_token's common case here: the row written by this transaction itself */
-        SELECT k.token, k.xmin INTO r FROM idempotency_keys k
-         WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
-        IF FOUND AND r.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned()) THEN
-            v_token := r.token;
-        ELSE
+    SELECT c.ok, k.token, k.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned()) AS mine
+      INTO r
+      FROM (SELECT v_key IS NOT NULL AND v_scope IS NOT NULL
+                   AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) 0
+                   AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.<=) 255
+                   AND pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.<=) 255
+                   AND v_key OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
+                   AND v_scope OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
+                   AND COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
+                   AND NOT pg_catalog.current_setting('transaction_read_only')::boolean
+                   AND COALESCE(pg_catalog.pg_column_size(idem_complete.response) OPERATOR(pg_catalog.<=) 8192
+                                AND pg_catalog.pg_column_compression(idem_complete.response) IS NULL, true)
+                   AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
+                                    WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
+                                                            'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+                   AND NOT EXISTS (SELECT FROM idempotency_row_security)
+            OFFSET 0) AS c(ok)   -- (a fence: computed once)
+      LEFT JOIN idempotency_keys AS k
+        ON c.ok AND idem_complete.token IS NULL AND k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
+    IF r.ok THEN
+        v_token := COALESCE(token, CASE WHEN r.mine THEN r.token END);
+        IF v_token IS NULL THEN
             v_token := _idem_record_token('idem_complete', v_key, v_scope);
+        END IF;
+    ELSE
+        /* idem__check_key's checks here; it runs (and raises) only when one fails */
+        IF v_key IS NULL OR v_scope IS NULL THEN
+            PERFORM idem__check_key(v_key, v_scope);
+        END IF;
+        /*
+         * idem__max_key_length(): 255 without a call when the setting is empty in
+         * the session and stored for no database or role, for idem__setting
+         * returns NULL then, whoever the session user (its own first probe);
+         * otherwise idem__setting, and idem__int_setting for a value that is set
+         */
+        maxlen := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
+                            AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
+                                             WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
+                                                                     'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+                            OR COALESCE(idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
+                       ELSE idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
+        IF pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.=) 0
+           OR pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) maxlen
+           OR pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.>) maxlen
+           OR v_key OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]'
+           OR v_scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
+            PERFORM idem__check_key(v_key, v_scope);
+        END IF;
+        IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+            RAISE EXCEPTION USING ERRCODE = '25006',
+                MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
+        END IF;
+        IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+           OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
+            PERFORM _idem_record_check_response(response, v_key, v_scope);
+        END IF;
+        IF EXISTS (SELECT FROM idempotency_row_security) THEN
+            PERFORM idem__check_row_security();
+        END IF;
+        v_token := token;
+        IF v_token IS NULL THEN
+            /* _idem_record_token's common case here: the row written by this transaction itself */
+            SELECT k.token, k.xmin INTO r FROM idempotency_keys k
+             WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
+            IF FOUND AND r.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned()) THEN
+                v_token := r.token;
+            ELSE
+                v_token := _idem_record_token('idem_complete', v_key, v_scope);
+            END IF;
         END IF;
     END IF;
     stamp := pg_catalog.clock_timestamp();
