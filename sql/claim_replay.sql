@@ -15,6 +15,11 @@ SELECT outcome FROM idem_claim('r1', NULL, 'replay');
 BEGIN READ ONLY;
 SELECT outcome FROM idem_claim('r1', '{"a": 1, "b": "x"}', 'replay');
 ROLLBACK;
+-- (a request too deep for the edition's jsonpath: refused before it is hashed, in a new session)
+\c
+BEGIN READ ONLY;
+SELECT outcome FROM idem_claim('r1', (repeat('[', 11000) || repeat(']', 11000))::jsonb, 'replay');
+ROLLBACK;
 SELECT outcome FROM idem_claim('r1', '{"a": 1, "b": "x"}', 'replay', wait => NULL);
 SELECT outcome FROM idem_claim('r1', '{"a": 1, "b": "x"}', NULL);
 SELECT outcome FROM idem_claim('r1' || chr(1), '{"a": 1, "b": "x"}', 'replay');
@@ -45,6 +50,15 @@ SELECT :'outcome' AS outcome, idem_fail('r4', 'replay', :t, response_code => 503
 SELECT outcome, status, token IS NOT NULL AS has_token FROM idem_claim('r4', '{}', 'replay');
 -- in flight (the claim just above): in_progress
 SELECT outcome, status, response, retry_after > interval '0' AS retry_later FROM idem_claim('r4', '{}', 'replay');
+-- row level security recorded but not in place: refused (IK006), as any key function
+ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
+CREATE POLICY replay_all ON idempotency_keys USING (true);
+SELECT idem_save_row_security() AS saved;
+ALTER TABLE idempotency_keys DISABLE ROW LEVEL SECURITY;
+SELECT outcome FROM idem_claim('r1', '{"a": 1, "b": "x"}', 'replay');
+DELETE FROM idempotency_row_security;
+DROP POLICY replay_all ON idempotency_keys;
+SELECT outcome FROM idem_claim('r1', '{"a": 1, "b": "x"}', 'replay');
 -- completed but expired: claimed anew
 UPDATE idempotency_keys SET expires_at = clock_timestamp() - interval '1 s', due_at = clock_timestamp() - interval '1 s'
  WHERE scope = 'replay' AND key = 'r1';

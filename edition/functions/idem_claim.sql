@@ -68,23 +68,30 @@ BEGIN
      * every idempotency.* setting empty (so each of them its default, and
      * the key's bound 255 bytes, as below).  It makes the checks below
      * that such a call needs (key, scope, read-only, row level security
-     * not recorded), then hashes the request and reads the key's row.  A
-     * replay is answered from it; anything else is the first round's,
-     * with that row.  A check failing or a setting set leaves the query
-     * without a hash: the way below then checks it all again, and raises
-     * what it must, as before.  (The request's hash is '' for no request
-     * there: the hash of a request is never empty.)
+     * not recorded), then hashes the request, takes the time and reads
+     * the key's row, in that order, as below.  A replay is answered from
+     * it; anything else is the first round's, with that row and time.  A
+     * check failing or a setting set leaves the query without a hash: the
+     * way below then checks it all again, and raises what it must, as
+     * before.  (The request's hash is '' for no request there: the hash of
+     * a request is never empty.)  Two fences (OFFSET 0): the checks are
+     * computed once, and the request reaches idem_request_hash only
+     * through them, so that a custom plan, where the request is a
+     * constant, cannot hash it while planning, before the checks (it is
+     * IMMUTABLE); the hash and the time are computed once, before the
+     * row is read.
      */
     IF lease IS NULL AND retention IS NULL AND max_attempts IS NULL AND await_result IS NULL
        AND wait IS NOT NULL THEN
-        now_ts := pg_catalog.clock_timestamp();
-        SELECT k.*, c.hash AS idem_hash,
-               k.expires_at OPERATOR(pg_catalog.>) now_ts
+        SELECT k.*, c.hash AS idem_hash, c.ts AS idem_ts,
+               k.expires_at OPERATOR(pg_catalog.>) c.ts
                AND k.request_hash IS NOT DISTINCT FROM CASE WHEN c.hash OPERATOR(pg_catalog.<>) ''::pg_catalog.bytea THEN c.hash END
                AND (k.status OPERATOR(pg_catalog.=) 'completed'
                     OR (k.status OPERATOR(pg_catalog.=) 'failed' AND NOT k.retryable)) AS idem_replay
           INTO r
-          FROM (SELECT CASE WHEN v_key IS NOT NULL AND v_scope IS NOT NULL
+          FROM (SELECT CASE WHEN o.ok THEN COALESCE(idem_request_hash(CASE WHEN o.ok THEN request END), ''::pg_catalog.bytea) END,
+                       pg_catalog.clock_timestamp()
+                  FROM (SELECT v_key IS NOT NULL AND v_scope IS NOT NULL
                                AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) 0
                                AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.<=) 255
                                AND pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.<=) 255
@@ -101,8 +108,8 @@ BEGIN
                                                 WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
                                                                         'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
                                AND NOT EXISTS (SELECT FROM idempotency_row_security)
-                            THEN COALESCE(idem_request_hash(request), ''::pg_catalog.bytea) END
-                OFFSET 0) AS c(hash)   -- (a fence: computed once, before the row is read)
+                        OFFSET 0) AS o(ok)
+                OFFSET 0) AS c(hash, ts)
           LEFT JOIN idempotency_keys AS k
             ON c.hash IS NOT NULL AND k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
         IF r.idem_replay THEN
@@ -114,6 +121,7 @@ BEGIN
         END IF;
         IF r.idem_hash IS NOT NULL THEN
             prefetched := true;
+            now_ts := r.idem_ts;
             hash := CASE WHEN r.idem_hash OPERATOR(pg_catalog.<>) ''::pg_catalog.bytea THEN r.idem_hash END;
             v_lease := pg_catalog.make_interval(secs => 60);
             v_retention := pg_catalog.make_interval(secs => 86400);
