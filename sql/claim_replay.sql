@@ -50,6 +50,11 @@ SELECT :'outcome' AS outcome, idem_fail('r4', 'replay', :t, response_code => 503
 SELECT outcome, status, token IS NOT NULL AS has_token FROM idem_claim('r4', '{}', 'replay');
 -- in flight (the claim just above): in_progress
 SELECT outcome, status, response, retry_after > interval '0' AS retry_later FROM idem_claim('r4', '{}', 'replay');
+-- in flight, its lease run out: taken over (a new token), with another request: IK001
+UPDATE idempotency_keys SET locked_until = clock_timestamp() - interval '1 s'
+ WHERE scope = 'replay' AND key = 'r4';
+SELECT outcome FROM idem_claim('r4', '{"x": 1}', 'replay');
+SELECT outcome, status, token > :t AS newer_token FROM idem_claim('r4', '{}', 'replay');
 -- row level security recorded but not in place: refused (IK006), as any key function
 ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
 CREATE POLICY replay_all ON idempotency_keys USING (true);

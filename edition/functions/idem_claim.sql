@@ -66,23 +66,31 @@ BEGIN
      * replay about as much as a statement of SQL does): no lease,
      * retention, max_attempts or await_result given, wait not null, and
      * every idempotency.* setting empty (so each of them its default, and
-     * the key's bound 255 bytes, as below).  It makes the checks below
-     * that such a call needs (key, scope, read-only, row level security
-     * not recorded), then hashes the request, takes the time and reads
-     * the key's row, in that order, as below.  A replay is answered from
-     * it; anything else is the first round's, with that row and time.  A
-     * check failing or a setting set leaves the query without a hash: the
-     * way below then checks it all again, and raises what it must, as
-     * before.  (The request's hash is '' for no request there: the hash of
-     * a request is never empty.)  Two fences (OFFSET 0): the checks are
-     * computed once, and the request reaches idem_request_hash only
-     * through them, so that a custom plan, where the request is a
-     * constant, cannot hash it while planning, before the checks (it is
-     * IMMUTABLE); the hash and the time are computed once, before the
-     * row is read.
+     * the key's bound 255 bytes, as below) and not read-only: those the
+     * IF tests, without a query, so that a call they exclude costs no
+     * more than before.  The query makes the other checks below that such
+     * a call needs (key, scope, row level security not recorded), then
+     * hashes the request, takes the time and reads the key's row, in that
+     * order, as below.  A replay is answered from it; anything else is the
+     * first round's, with that row and time.  A check failing leaves the
+     * query without a hash: the way below then checks it all again, and
+     * raises what it must, as before.  (The request's hash is '' for no
+     * request there: the hash of a request is never empty.)  Two fences
+     * (OFFSET 0): the checks are computed once, and the request reaches
+     * idem_request_hash only through them, so that a custom plan, where
+     * the request is a constant, cannot hash it while planning, before
+     * the checks (it is IMMUTABLE); the hash and the time are computed
+     * once, before the row is read.
      */
     IF lease IS NULL AND retention IS NULL AND max_attempts IS NULL AND await_result IS NULL
-       AND wait IS NOT NULL THEN
+       AND wait IS NOT NULL
+       AND COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '')
+           OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.lease', true), '')
+           OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.retention', true), '')
+           OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '')
+           OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '')
+           OPERATOR(pg_catalog.=) ''
+       AND NOT pg_catalog.current_setting('transaction_read_only')::boolean THEN
         SELECT k.*, c.hash AS idem_hash, c.ts AS idem_ts,
                k.expires_at OPERATOR(pg_catalog.>) c.ts
                AND k.request_hash IS NOT DISTINCT FROM CASE WHEN c.hash OPERATOR(pg_catalog.<>) ''::pg_catalog.bytea THEN c.hash END
@@ -97,13 +105,6 @@ BEGIN
                                AND pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.<=) 255
                                AND v_key OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
                                AND v_scope OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
-                               AND COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '')
-                                   OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.lease', true), '')
-                                   OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.retention', true), '')
-                                   OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '')
-                                   OPERATOR(pg_catalog.||) COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '')
-                                   OPERATOR(pg_catalog.=) ''
-                               AND NOT pg_catalog.current_setting('transaction_read_only')::boolean
                                AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
                                                 WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
                                                                         'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
