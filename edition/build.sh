@@ -14,7 +14,8 @@
 #                                           pg_tle script as
 #                                           pgtle.install_update_path(...)
 # Sources, in the order they run: types.sql (roles, type, sequence),
-# functions/*.sql (by name), tables.sql (tables, index, trigger, view: they
+# functions/*.sql (by name; a "--@ NAME ..." line in them is
+# fragments/NAME.sql, see expand below), tables.sql (tables, index, trigger, view: they
 # call functions), privileges.sql; extension.sql only in the extension
 # script (pg_extension_config_dump).  Every function is created with
 # SET search_path FROM CURRENT, and each script sets search_path first to
@@ -33,12 +34,47 @@ out=${1:-$here/dist}
 mkdir -p "$out"
 comment=$(sed -nE "s/^comment = '(.*)'$/\1/p" "$here/../idempotency.control")
 
+# expand FILE: FILE, each line "<indent>--@ NAME ARG=VALUE ..." replaced by
+# fragments/NAME.sql (its leading comment lines left out), every %ARG% in it
+# replaced by VALUE (a VALUE has no space; ARG= gives ''), each line of it
+# indented as the "--@" line was: SQL written once and used in several
+# functions, where a function call would cost (a condition of a query that
+# must stay a condition, a check inlined to save a call).  A fragment that
+# is missing, or a %NAME% left in an expansion, stops the build.
+expand() {
+	awk -v dir="$here/fragments" -v src="$1" '
+	function fail(msg) { print "edition/build.sh: " src ":" FNR ": " msg > "/dev/stderr"; failed = 1; exit 1 }
+	/^[ \t]*--@ / {
+		indent = $0; sub(/--@ .*/, "", indent)
+		file = dir "/" $2 ".sql"
+		n = 0; head = 1
+		while ((rc = (getline line < file)) > 0) {
+			if (head && line ~ /^--/) continue
+			head = 0
+			for (i = 3; i <= NF; i++) {
+				eq = index($i, "=")
+				if (eq < 2) fail("not ARG=VALUE: " $i)
+				name = "%" substr($i, 1, eq - 1) "%"; value = substr($i, eq + 1)
+				while ((at = index(line, name)) > 0)
+					line = substr(line, 1, at - 1) value substr(line, at + length(name))
+			}
+			if (match(line, /%[A-Z_]+%/)) fail($2 ": " substr(line, RSTART, RLENGTH) " not given")
+			print (line == "" ? "" : indent line); n++
+		}
+		close(file)
+		if (rc < 0 || n == 0) fail("no fragment " file)
+		next
+	}
+	{ print }
+	END { if (failed) exit 1 }' "$1"
+}
+
 body() {
 	cat "$here/types.sql"
 	for f in "$here"/functions/*.sql; do
 		[ -e "$f" ] || continue
 		printf '\n'
-		cat "$f"
+		expand "$f"
 	done
 	printf '\n'
 	cat "$here/tables.sql"

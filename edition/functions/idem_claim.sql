@@ -130,29 +130,7 @@ BEGIN
         END IF;
     END IF;
     IF NOT prefetched THEN
-        /* idem__check_key's checks here; it runs (and raises) only when one fails */
-        IF v_key IS NULL OR v_scope IS NULL THEN
-            PERFORM idem__check_key(v_key, v_scope);
-        END IF;
-        /*
-         * idem__max_key_length(): 255 without a call when the setting is empty in
-         * the session and stored for no database or role, for idem__setting
-         * returns NULL then, whoever the session user (its own first probe);
-         * otherwise idem__setting, and idem__int_setting for a value that is set
-         */
-        maxlen := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
-                            AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
-                                             WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
-                                                                     'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
-                            OR COALESCE(idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
-                       ELSE idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
-        IF pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.=) 0
-           OR pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) maxlen
-           OR pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.>) maxlen
-           OR v_key OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]'
-           OR v_scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
-            PERFORM idem__check_key(v_key, v_scope);
-        END IF;
+        --@ check_key KEY=v_key SCOPE=v_scope SCHEMA=
         /*
          * idem__lease() and the others read here: their function calls only for
          * a setting that is set (each a call with a SET clause; the defaults as

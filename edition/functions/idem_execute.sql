@@ -483,29 +483,7 @@ BEGIN
     END IF;
 
     /* what the C build checks before the statement: the key, the times, read-only */
-    /* idem__check_key's checks here; it runs (and raises) only when one fails */
-    IF key IS NULL OR scope IS NULL THEN
-        PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
-    END IF;
-    /*
-     * idem__max_key_length(): 255 without a call when the setting is empty in
-     * the session and stored for no database or role, for idem__setting
-     * returns NULL then, whoever the session user (its own first probe);
-     * otherwise idem__setting, and idem__int_setting for a value that is set
-     */
-    maxlen := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
-                        AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
-                                         WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
-                                                                 'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
-                        OR COALESCE(_IDEM_SCHEMA_.idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
-                   ELSE _IDEM_SCHEMA_.idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
-    IF pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 0
-       OR pg_catalog.octet_length(key) OPERATOR(pg_catalog.>) maxlen
-       OR pg_catalog.octet_length(scope) OPERATOR(pg_catalog.>) maxlen
-       OR key OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]'
-       OR scope OPERATOR(pg_catalog.~) E'[\\x01-\\x1f\\x7f]' THEN
-        PERFORM _IDEM_SCHEMA_.idem__check_key(key, scope);
-    END IF;
+    --@ check_key KEY=key SCOPE=scope SCHEMA=_IDEM_SCHEMA_.
     /*
      * The lease and the retention, read from their settings (1 s to 2^31-1 s,
      * checked there), pass idem__check_interval always: read for their
