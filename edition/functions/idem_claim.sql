@@ -120,7 +120,55 @@ BEGIN
             response := r.response;
             RETURN;
         END IF;
-        IF r.idem_hash IS NOT NULL THEN
+        IF r.idem_hash IS NOT NULL AND r.key IS NULL THEN
+            /*
+             * A new key: the loop's first round for no row (act insert),
+             * without the loop's bookkeeping, in the same order: the key's
+             * lock (busy: in_progress), the token, the time, the INSERT; the
+             * lease and retention the defaults, 60 s and 86400 s, as below.
+             * Nothing written: another writer's row came meanwhile, and the
+             * loop's next round (the second) reads it.
+             */
+            IF NOT idem__lock_key(v_scope, v_key, wait) THEN
+                outcome := 'in_progress';
+                status := 'processing';
+                retry_after := '1 second'::interval;
+                RETURN;
+            END IF;
+            new_token := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
+            IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
+                RAISE EXCEPTION USING ERRCODE = '54000',
+                    MESSAGE = 'idempotency_token_seq is exhausted on this node',
+                    DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
+            END IF;
+            stamp := pg_catalog.clock_timestamp();
+            INSERT INTO idempotency_keys AS k (scope, key, status, token, locked_until,
+                                               created_at, updated_at, expires_at, request_hash, due_at)
+            VALUES (v_scope, v_key, 'processing', new_token,
+                    stamp OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => 60),
+                    stamp, stamp,
+                    (stamp OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => 60))
+                        OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => 86400),
+                    CASE WHEN r.idem_hash OPERATOR(pg_catalog.<>) ''::pg_catalog.bytea THEN r.idem_hash END,
+                    stamp OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => 60))
+            ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO NOTHING
+            RETURNING k.token, k.status INTO w_token, w_status;
+            IF w_token IS NOT NULL THEN
+                /* the write waited after its stamp (another writer's row): count from now */
+                IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp OPERATOR(pg_catalog.>) '10 ms'::interval THEN
+                    PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[w_token], stamp);
+                END IF;
+                outcome := 'new';
+                token := w_token;
+                status := w_status;
+                RETURN;
+            END IF;
+            round := 1;
+            hash := CASE WHEN r.idem_hash OPERATOR(pg_catalog.<>) ''::pg_catalog.bytea THEN r.idem_hash END;
+            v_lease := pg_catalog.make_interval(secs => 60);
+            v_retention := pg_catalog.make_interval(secs => 86400);
+            v_max := 0;
+        ELSIF r.idem_hash IS NOT NULL THEN
             prefetched := true;
             now_ts := r.idem_ts;
             hash := CASE WHEN r.idem_hash OPERATOR(pg_catalog.<>) ''::pg_catalog.bytea THEN r.idem_hash END;
@@ -129,7 +177,7 @@ BEGIN
             v_max := 0;
         END IF;
     END IF;
-    IF NOT prefetched THEN
+    IF NOT prefetched AND round OPERATOR(pg_catalog.=) 0 THEN
         --@ check_key KEY=v_key SCOPE=v_scope SCHEMA=
         /*
          * idem__lease() and the others read here: their function calls only for

@@ -197,6 +197,7 @@ DECLARE
     stamp timestamptz;
     maxlen integer;
     r record;
+    ok boolean;
 BEGIN
     /*
      * The common call, the checks below in one query that also reads the
@@ -205,10 +206,14 @@ BEGIN
      * 255 bytes), the key and scope well formed, not read-only, a response
      * of at most 8192 bytes not compressed, no row level security
      * recorded.  A check failing or a setting set: the way below checks
-     * it all again and raises what it must.
+     * it all again and raises what it must.  (The checks passed and the
+     * token known: one IF.)
      */
-    SELECT c.ok, k.token, k.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned()) AS mine
-      INTO r
+    SELECT c.ok,
+           COALESCE(idem_complete.token,
+                    CASE WHEN k.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned())
+                         THEN k.token END)
+      INTO ok, v_token
       FROM (SELECT v_key IS NOT NULL AND v_scope IS NOT NULL
                    AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) 0
                    AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.<=) 255
@@ -226,33 +231,32 @@ BEGIN
             OFFSET 0) AS c(ok)   -- (a fence: computed once)
       LEFT JOIN idempotency_keys AS k
         ON c.ok AND idem_complete.token IS NULL AND k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
-    IF r.ok THEN
-        v_token := COALESCE(token, CASE WHEN r.mine THEN r.token END);
-        IF v_token IS NULL THEN
+    IF ok IS NOT TRUE OR v_token IS NULL THEN
+        IF ok THEN
             v_token := _idem_record_token('idem_complete', v_key, v_scope);
-        END IF;
-    ELSE
-        --@ check_key KEY=v_key SCOPE=v_scope SCHEMA=
-        IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
-            RAISE EXCEPTION USING ERRCODE = '25006',
-                MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
-        END IF;
-        IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
-           OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
-            PERFORM _idem_record_check_response(response, v_key, v_scope);
-        END IF;
-        IF EXISTS (SELECT FROM idempotency_row_security) THEN
-            PERFORM idem__check_row_security();
-        END IF;
-        v_token := token;
-        IF v_token IS NULL THEN
-            /* _idem_record_token's common case here: the row written by this transaction itself */
-            SELECT k.token, k.xmin INTO r FROM idempotency_keys k
-             WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
-            IF FOUND AND r.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned()) THEN
-                v_token := r.token;
-            ELSE
-                v_token := _idem_record_token('idem_complete', v_key, v_scope);
+        ELSE
+            --@ check_key KEY=v_key SCOPE=v_scope SCHEMA=
+            IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+                RAISE EXCEPTION USING ERRCODE = '25006',
+                    MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
+            END IF;
+            IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+               OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
+                PERFORM _idem_record_check_response(response, v_key, v_scope);
+            END IF;
+            IF EXISTS (SELECT FROM idempotency_row_security) THEN
+                PERFORM idem__check_row_security();
+            END IF;
+            v_token := token;
+            IF v_token IS NULL THEN
+                /* _idem_record_token's common case here: the row written by this transaction itself */
+                SELECT k.token, k.xmin INTO r FROM idempotency_keys k
+                 WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
+                IF FOUND AND r.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned()) THEN
+                    v_token := r.token;
+                ELSE
+                    v_token := _idem_record_token('idem_complete', v_key, v_scope);
+                END IF;
             END IF;
         END IF;
     END IF;

@@ -14,50 +14,59 @@ RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_row_storable$
-DECLARE
-    max_text constant bigint := 268435456;
-    numbers bigint := 0;
-    n numeric;
-    a numeric;
-    lo integer;
-    hi integer;
-    mid integer;
 BEGIN
-    IF request_hash IS NOT NULL AND pg_catalog.octet_length(request_hash) OPERATOR(pg_catalog.<>) 32 THEN
-        RETURN false;
-    END IF;
-    IF recovery_point IS NOT NULL
-       AND pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.>) 1048576 THEN
-        RETURN false;
-    END IF;
-    IF response IS NULL OR pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8192 THEN
+    /* the common row in one expression: a hash of 32 bytes or none, a short recovery point, a short response */
+    IF (request_hash IS NULL OR pg_catalog.octet_length(request_hash) OPERATOR(pg_catalog.=) 32)
+       AND (recovery_point IS NULL
+            OR pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.<=) 1048576)
+       AND (response IS NULL OR pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8192) THEN
         RETURN true;
     END IF;
-    FOR n IN SELECT v::numeric FROM pg_catalog.jsonb_path_query(response, 'strict $.** ? (@.type() == "number")') v LOOP
-        a := pg_catalog.abs(n);
-        IF a OPERATOR(pg_catalog.<) 1e15 THEN
-            numbers := numbers OPERATOR(pg_catalog.+) pg_catalog.length(pg_catalog.trunc(a)::text);
-        ELSE
-            /* digits before the point: the d with 10^(d-1) <= a < 10^d */
-            /* numeric has at most 131072 digits before the point: 1e131072 overflows */
-            lo := 16;
-            hi := 131072;
-            WHILE lo OPERATOR(pg_catalog.<) hi LOOP
-                mid := (lo OPERATOR(pg_catalog.+) hi) OPERATOR(pg_catalog./) 2;
-                IF a OPERATOR(pg_catalog.<) ('1e' OPERATOR(pg_catalog.||) mid::text)::numeric THEN
-                    hi := mid;
-                ELSE
-                    lo := mid OPERATOR(pg_catalog.+) 1;
-                END IF;
-            END LOOP;
-            numbers := numbers OPERATOR(pg_catalog.+) lo;
-        END IF;
-        numbers := numbers OPERATOR(pg_catalog.+) pg_catalog.scale(n) OPERATOR(pg_catalog.+) 2;
-        IF numbers OPERATOR(pg_catalog.>) max_text THEN
+    DECLARE
+        max_text constant bigint := 268435456;
+        numbers bigint := 0;
+        n numeric;
+        a numeric;
+        lo integer;
+        hi integer;
+        mid integer;
+    BEGIN
+        IF request_hash IS NOT NULL AND pg_catalog.octet_length(request_hash) OPERATOR(pg_catalog.<>) 32 THEN
             RETURN false;
         END IF;
-    END LOOP;
-    RETURN pg_catalog.octet_length(response::text) OPERATOR(pg_catalog.<=) max_text;
+        IF recovery_point IS NOT NULL
+           AND pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.>) 1048576 THEN
+            RETURN false;
+        END IF;
+        IF response IS NULL OR pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8192 THEN
+            RETURN true;
+        END IF;
+        FOR n IN SELECT v::numeric FROM pg_catalog.jsonb_path_query(response, 'strict $.** ? (@.type() == "number")') v LOOP
+            a := pg_catalog.abs(n);
+            IF a OPERATOR(pg_catalog.<) 1e15 THEN
+                numbers := numbers OPERATOR(pg_catalog.+) pg_catalog.length(pg_catalog.trunc(a)::text);
+            ELSE
+                /* digits before the point: the d with 10^(d-1) <= a < 10^d */
+                /* numeric has at most 131072 digits before the point: 1e131072 overflows */
+                lo := 16;
+                hi := 131072;
+                WHILE lo OPERATOR(pg_catalog.<) hi LOOP
+                    mid := (lo OPERATOR(pg_catalog.+) hi) OPERATOR(pg_catalog./) 2;
+                    IF a OPERATOR(pg_catalog.<) ('1e' OPERATOR(pg_catalog.||) mid::text)::numeric THEN
+                        hi := mid;
+                    ELSE
+                        lo := mid OPERATOR(pg_catalog.+) 1;
+                    END IF;
+                END LOOP;
+                numbers := numbers OPERATOR(pg_catalog.+) lo;
+            END IF;
+            numbers := numbers OPERATOR(pg_catalog.+) pg_catalog.scale(n) OPERATOR(pg_catalog.+) 2;
+            IF numbers OPERATOR(pg_catalog.>) max_text THEN
+                RETURN false;
+            END IF;
+        END LOOP;
+        RETURN pg_catalog.octet_length(response::text) OPERATOR(pg_catalog.<=) max_text;
+    END;
 END
 $idem_row_storable$;
 COMMENT ON FUNCTION idem_row_storable(jsonb, text, bytea) IS
