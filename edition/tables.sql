@@ -56,7 +56,12 @@ CREATE UNLOGGED TABLE idempotency_key_lock_proof (
 COMMENT ON TABLE idempotency_key_lock_proof IS
     'SQL edition: a key-lock probe''s proof that its caller may use the scope; never committed';
 REVOKE ALL ON TABLE idempotency_key_lock_proof FROM PUBLIC;
+/*
+ * Only a row of token 0 fires it (no claim's token is 0); the function
+ * itself then looks for the probe's key.  (The shortest WHEN: every INSERT
+ * reads and prepares it again, the key's test too.)
+ */
 CREATE TRIGGER idempotency_key_lock_probe
     AFTER INSERT ON idempotency_keys
-    FOR EACH ROW WHEN (NEW.token OPERATOR(pg_catalog.=) 0 AND pg_catalog.starts_with(NEW.key, E'\x01lock '))
+    FOR EACH ROW WHEN (NEW.token OPERATOR(pg_catalog.=) 0)
     EXECUTE FUNCTION idem__key_lock_proved();

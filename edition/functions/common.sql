@@ -629,7 +629,10 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $idem__key_lock_proved$
 BEGIN
-    INSERT INTO idempotency_key_lock_proof (xid, scope) VALUES (pg_catalog.pg_current_xact_id(), NEW.scope);
+    /* the trigger's WHEN has token 0; the probe's key too */
+    IF pg_catalog.starts_with(NEW.key, E'\x01lock ') THEN
+        INSERT INTO idempotency_key_lock_proof (xid, scope) VALUES (pg_catalog.pg_current_xact_id(), NEW.scope);
+    END IF;
     RETURN NULL;
 END
 $idem__key_lock_proved$;

@@ -152,17 +152,15 @@ BEGIN
                     CASE WHEN r.idem_hash OPERATOR(pg_catalog.<>) ''::pg_catalog.bytea THEN r.idem_hash END,
                     stamp OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => 60))
             ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO NOTHING
-            RETURNING k.token, k.status INTO w_token, w_status;
-            IF w_token IS NOT NULL THEN
+            RETURNING 'new', k.token, k.status INTO outcome, token, status;
+            IF token IS NOT NULL THEN
                 /* the write waited after its stamp (another writer's row): count from now */
                 IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp OPERATOR(pg_catalog.>) '10 ms'::interval THEN
-                    PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[w_token], stamp);
+                    PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[token], stamp);
                 END IF;
-                outcome := 'new';
-                token := w_token;
-                status := w_status;
                 RETURN;
             END IF;
+            /* (nothing written: outcome, token and status are NULL again) */
             round := 1;
             hash := CASE WHEN r.idem_hash OPERATOR(pg_catalog.<>) ''::pg_catalog.bytea THEN r.idem_hash END;
             v_lease := pg_catalog.make_interval(secs => 60);
