@@ -60,6 +60,9 @@ DECLARE
     round integer := 0;
     maxlen integer;
     prefetched boolean := false;
+    held text;                  /* the key lock (idem__lock_key), a new key's */
+    rls boolean;
+    lock_id bigint;
 BEGIN
     /*
      * The common call, in one query (each PL/pgSQL statement costs a
@@ -129,7 +132,44 @@ BEGIN
              * Nothing written: another writer's row came meanwhile, and the
              * loop's next round (the second) reads it.
              */
-            IF NOT idem__lock_key(v_scope, v_key, wait) THEN
+            /*
+             * idem__lock_key(v_scope, v_key, wait) here, for its common
+             * case (a function call with a SET clause costs more than its
+             * work): the locks held (the setting), row level security and,
+             * without it, the key's lock id, in one query; with row level
+             * security (the probe), the lock held already or 64 held,
+             * idem__lock_key itself; else the lock in a block of its own (a
+             * subtransaction: see idem__lock_key), then the setting.
+             */
+            SELECT COALESCE(pg_catalog.current_setting('idempotency_edition.key_locks', true), ''),
+                   c.relrowsecurity,
+                   CASE WHEN NOT c.relrowsecurity THEN
+                       ('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(
+                           idem__key_lock_secret(v_scope) OPERATOR(pg_catalog.||)
+                           pg_catalog.convert_to(v_key, pg_catalog.getdatabaseencoding())), 1, 8), 'hex'))::bit(64)::bigint
+                   END
+              INTO held, rls, lock_id
+              FROM pg_catalog.pg_class c
+             WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass;
+            IF rls OR pg_catalog.strpos(',' OPERATOR(pg_catalog.||) held OPERATOR(pg_catalog.||) ',',
+                                        ',' OPERATOR(pg_catalog.||) lock_id::text OPERATOR(pg_catalog.||) ',') OPERATOR(pg_catalog.>) 0
+               OR (held OPERATOR(pg_catalog.<>) ''
+                   AND pg_catalog.array_length(pg_catalog.string_to_array(held, ','), 1) OPERATOR(pg_catalog.>=) 64) THEN
+                busy := NOT idem__lock_key(v_scope, v_key, wait);
+            ELSE
+                BEGIN
+                    busy := NOT CASE WHEN wait THEN pg_catalog.pg_advisory_xact_lock(lock_id)::text OPERATOR(pg_catalog.=) ''
+                                     ELSE pg_catalog.pg_try_advisory_xact_lock(lock_id) END;
+                EXCEPTION WHEN SQLSTATE 'IKP02' THEN    /* raised by nothing: the clause makes the block a subtransaction */
+                    RAISE;
+                END;
+                IF NOT busy THEN
+                    held := pg_catalog.set_config('idempotency_edition.key_locks',
+                        CASE WHEN held OPERATOR(pg_catalog.=) '' THEN lock_id::text
+                             ELSE held OPERATOR(pg_catalog.||) ',' OPERATOR(pg_catalog.||) lock_id::text END, true);
+                END IF;
+            END IF;
+            IF busy THEN
                 outcome := 'in_progress';
                 status := 'processing';
                 retry_after := '1 second'::interval;
