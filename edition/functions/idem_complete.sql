@@ -197,7 +197,6 @@ DECLARE
     stamp timestamptz;
     maxlen integer;
     r record;
-    ok boolean;
 BEGIN
     /*
      * The common call, the checks below in one query that also reads the
@@ -206,33 +205,35 @@ BEGIN
      * 255 bytes), the key and scope well formed, not read-only, a response
      * of at most 8192 bytes not compressed, no row level security
      * recorded.  A check failing or a setting set: the way below checks
-     * it all again and raises what it must.  (The checks passed and the
-     * token known: one IF.)
+     * it all again and raises what it must.  One expression, no join: NULL
+     * when a check fails; else the token given, or none given, the row's
+     * when this transaction wrote it, else 0 (no token is 0: the way below
+     * then finds why).  (The checks passed and the token known: one IF.)
      */
-    SELECT c.ok,
-           COALESCE(idem_complete.token,
-                    CASE WHEN k.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned())
-                         THEN k.token END)
-      INTO ok, v_token
-      FROM (SELECT v_key IS NOT NULL AND v_scope IS NOT NULL
-                   AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) 0
-                   AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.<=) 255
-                   AND pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.<=) 255
-                   AND v_key OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
-                   AND v_scope OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
-                   AND COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
-                   AND NOT pg_catalog.current_setting('transaction_read_only')::boolean
-                   AND COALESCE(pg_catalog.pg_column_size(idem_complete.response) OPERATOR(pg_catalog.<=) 8192
-                                AND pg_catalog.pg_column_compression(idem_complete.response) IS NULL, true)
-                   AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
-                                    WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
-                                                            'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
-                   AND NOT EXISTS (SELECT FROM idempotency_row_security)
-            OFFSET 0) AS c(ok)   -- (a fence: computed once)
-      LEFT JOIN idempotency_keys AS k
-        ON c.ok AND idem_complete.token IS NULL AND k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
-    IF ok IS NOT TRUE OR v_token IS NULL THEN
-        IF ok THEN
+    SELECT CASE WHEN v_key IS NOT NULL AND v_scope IS NOT NULL
+                     AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) 0
+                     AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.<=) 255
+                     AND pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.<=) 255
+                     AND v_key OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
+                     AND v_scope OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
+                     AND COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
+                     AND NOT pg_catalog.current_setting('transaction_read_only')::boolean
+                     AND COALESCE(pg_catalog.pg_column_size(idem_complete.response) OPERATOR(pg_catalog.<=) 8192
+                                  AND pg_catalog.pg_column_compression(idem_complete.response) IS NULL, true)
+                     AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
+                                      WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
+                                                              'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+                     AND NOT EXISTS (SELECT FROM idempotency_row_security)
+                THEN COALESCE(idem_complete.token,
+                              (SELECT CASE WHEN k.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned())
+                                           THEN k.token END
+                                 FROM idempotency_keys AS k
+                                WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key),
+                              0)
+           END
+      INTO v_token;
+    IF v_token IS NULL OR (token IS NULL AND v_token OPERATOR(pg_catalog.=) 0) THEN
+        IF v_token IS NOT NULL THEN
             v_token := _idem_record_token('idem_complete', v_key, v_scope);
         ELSE
             --@ check_key KEY=v_key SCOPE=v_scope SCHEMA=
