@@ -194,70 +194,57 @@ DECLARE
     v_key constant text := key;
     v_scope constant text := scope;
     v_token bigint;
+    w_token bigint;
     stamp timestamptz;
     maxlen integer;
     r record;
 BEGIN
     /*
-     * The common call, the checks below in one query that also reads the
-     * key's token when none was given (as below: when this transaction
-     * wrote the row): every idempotency.* setting empty (the key's bound
-     * 255 bytes), the key and scope well formed, not read-only, a response
-     * of at most 8192 bytes not compressed, no row level security
-     * recorded.  A check failing or a setting set: the way below checks
-     * it all again and raises what it must.  One expression, no join: NULL
-     * when a check fails; else the token given, or none given, the row's
-     * when this transaction wrote it, else 0 (no token is 0: the way below
-     * then finds why).  (The checks passed and the token known: one IF.)
+     * The common call's checks in one expression: every idempotency.*
+     * setting empty (the key's bound 255 bytes), the key and scope well
+     * formed, not read-only, a response of at most 8192 bytes not
+     * compressed, no row level security recorded.  A check failing or a
+     * setting set: the way below checks it all again, raises what it must,
+     * and finds the token.  The common call finds no token first: its
+     * UPDATE takes the row version this transaction wrote (xmin: as
+     * _idem_record_mine's first test) when none was given; when that
+     * matches nothing, _idem_record_token and the UPDATE again, as before.
      */
-    SELECT CASE WHEN v_key IS NOT NULL AND v_scope IS NOT NULL
-                     AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) 0
-                     AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.<=) 255
-                     AND pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.<=) 255
-                     AND v_key OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
-                     AND v_scope OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
-                     AND COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
-                     AND NOT pg_catalog.current_setting('transaction_read_only')::boolean
-                     AND COALESCE(pg_catalog.pg_column_size(idem_complete.response) OPERATOR(pg_catalog.<=) 8192
-                                  AND pg_catalog.pg_column_compression(idem_complete.response) IS NULL, true)
-                     AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
-                                      WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
-                                                              'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
-                     AND NOT EXISTS (SELECT FROM idempotency_row_security)
-                THEN COALESCE(idem_complete.token,
-                              (SELECT CASE WHEN k.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned())
-                                           THEN k.token END
-                                 FROM idempotency_keys AS k
-                                WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key),
-                              0)
-           END
-      INTO v_token;
-    IF v_token IS NULL OR (token IS NULL AND v_token OPERATOR(pg_catalog.=) 0) THEN
-        IF v_token IS NOT NULL THEN
-            v_token := _idem_record_token('idem_complete', v_key, v_scope);
-        ELSE
-            --@ check_key KEY=v_key SCOPE=v_scope SCHEMA=
-            IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
-                RAISE EXCEPTION USING ERRCODE = '25006',
-                    MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
-            END IF;
-            IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
-               OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
-                PERFORM _idem_record_check_response(response, v_key, v_scope);
-            END IF;
-            IF EXISTS (SELECT FROM idempotency_row_security) THEN
-                PERFORM idem__check_row_security();
-            END IF;
-            v_token := token;
-            IF v_token IS NULL THEN
-                /* _idem_record_token's common case here: the row written by this transaction itself */
-                SELECT k.token, k.xmin INTO r FROM idempotency_keys k
-                 WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
-                IF FOUND AND r.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned()) THEN
-                    v_token := r.token;
-                ELSE
-                    v_token := _idem_record_token('idem_complete', v_key, v_scope);
-                END IF;
+    IF (v_key IS NOT NULL AND v_scope IS NOT NULL
+        AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) 0
+        AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.<=) 255
+        AND pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.<=) 255
+        AND v_key OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
+        AND v_scope OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
+        AND COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
+        AND NOT pg_catalog.current_setting('transaction_read_only')::boolean
+        AND COALESCE(pg_catalog.pg_column_size(idem_complete.response) OPERATOR(pg_catalog.<=) 8192
+                     AND pg_catalog.pg_column_compression(idem_complete.response) IS NULL, true)
+        AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
+                         WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
+                                                 'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+        AND NOT EXISTS (SELECT FROM idempotency_row_security)) IS NOT TRUE THEN
+        --@ check_key KEY=v_key SCOPE=v_scope SCHEMA=
+        IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+            RAISE EXCEPTION USING ERRCODE = '25006',
+                MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
+        END IF;
+        IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+           OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
+            PERFORM _idem_record_check_response(response, v_key, v_scope);
+        END IF;
+        IF EXISTS (SELECT FROM idempotency_row_security) THEN
+            PERFORM idem__check_row_security();
+        END IF;
+        v_token := token;
+        IF v_token IS NULL THEN
+            /* _idem_record_token's common case here: the row written by this transaction itself */
+            SELECT k.token, k.xmin INTO r FROM idempotency_keys k
+             WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;
+            IF FOUND AND r.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned()) THEN
+                v_token := r.token;
+            ELSE
+                v_token := _idem_record_token('idem_complete', v_key, v_scope);
             END IF;
         END IF;
     END IF;
@@ -272,14 +259,42 @@ BEGIN
                               pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
            locked_until = NULL, updated_at = stamp
      WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
-       AND k.token OPERATOR(pg_catalog.=) v_token
-       AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed';
-    IF NOT FOUND THEN
-        PERFORM _idem_record_no_match('idem_complete', v_key, v_scope, v_token);
+       AND (k.token OPERATOR(pg_catalog.=) COALESCE(v_token, idem_complete.token)
+            OR (v_token IS NULL AND idem_complete.token IS NULL
+                AND k.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned())))
+       AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed'
+    RETURNING k.token INTO w_token;
+    IF w_token IS NULL THEN
+        IF v_token IS NULL AND token IS NULL THEN
+            /*
+             * None given, the checks passed, and no processing row version
+             * of the key that this transaction (not a subtransaction of it)
+             * wrote: _idem_record_token raises why, or gives the token of
+             * the row this transaction wrote otherwise, then as above.
+             */
+            v_token := _idem_record_token('idem_complete', v_key, v_scope);
+            stamp := pg_catalog.clock_timestamp();
+            UPDATE idempotency_keys AS k
+               SET status = 'completed', response_code = idem_complete.response_code,
+                   response = idem_complete.response,
+                   expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
+                                    pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until)),
+                   due_at = LEAST(k.due_at,
+                                  pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
+                                      pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
+                   locked_until = NULL, updated_at = stamp
+             WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+               AND k.token OPERATOR(pg_catalog.=) v_token
+               AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed'
+            RETURNING k.token INTO w_token;
+        END IF;
+        IF w_token IS NULL THEN
+            PERFORM _idem_record_no_match('idem_complete', v_key, v_scope, COALESCE(v_token, token));
+        END IF;
     END IF;
     /* the UPDATE waited (another writer of the row): count from now */
     IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp OPERATOR(pg_catalog.>) '10 ms'::interval THEN
-        PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[v_token], stamp);
+        PERFORM idem__restamp(v_scope, ARRAY[v_key], ARRAY[w_token], stamp);
     END IF;
 END
 $idem_complete$;
