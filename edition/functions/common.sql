@@ -669,8 +669,9 @@ BEGIN
     ELSE
         k := idem__key_lock_secret(scope);
     END IF;
-    RETURN ('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(k OPERATOR(pg_catalog.||)
-               pg_catalog.convert_to(key, pg_catalog.getdatabaseencoding())), 1, 8), 'hex'))::bit(64)::bigint;
+    RETURN
+        --@ key_lock_id SECRET=k KEY=key
+        ;
 END
 $idem__key_lock_id$;
 
@@ -697,9 +698,9 @@ BEGIN
          WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass) THEN
         id := idem__key_lock_id(scope, key);
     ELSE
-        id := ('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(
-                  idem__key_lock_secret(scope) OPERATOR(pg_catalog.||)
-                  pg_catalog.convert_to(key, pg_catalog.getdatabaseencoding())), 1, 8), 'hex'))::bit(64)::bigint;
+        id :=
+            --@ key_lock_id SECRET=idem__key_lock_secret(scope) KEY=key
+            ;
     END IF;
     IF pg_catalog.strpos(',' OPERATOR(pg_catalog.||) held OPERATOR(pg_catalog.||) ',',
                          ',' OPERATOR(pg_catalog.||) id::text OPERATOR(pg_catalog.||) ',') OPERATOR(pg_catalog.>) 0 THEN

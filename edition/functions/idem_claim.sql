@@ -144,9 +144,7 @@ BEGIN
             SELECT COALESCE(pg_catalog.current_setting('idempotency_edition.key_locks', true), ''),
                    c.relrowsecurity,
                    CASE WHEN NOT c.relrowsecurity THEN
-                       ('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(
-                           idem__key_lock_secret(v_scope) OPERATOR(pg_catalog.||)
-                           pg_catalog.convert_to(v_key, pg_catalog.getdatabaseencoding())), 1, 8), 'hex'))::bit(64)::bigint
+                       --@ key_lock_id SECRET=idem__key_lock_secret(v_scope) KEY=v_key
                    END
               INTO held, rls, lock_id
               FROM pg_catalog.pg_class c
@@ -175,12 +173,7 @@ BEGIN
                 retry_after := '1 second'::interval;
                 RETURN;
             END IF;
-            new_token := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
-            IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
-                RAISE EXCEPTION USING ERRCODE = '54000',
-                    MESSAGE = 'idempotency_token_seq is exhausted on this node',
-                    DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
-            END IF;
+            --@ next_token VAR=new_token SEQ=idempotency_token_seq
             stamp := pg_catalog.clock_timestamp();
             INSERT INTO idempotency_keys AS k (scope, key, status, token, locked_until,
                                                created_at, updated_at, expires_at, request_hash, due_at)
@@ -388,12 +381,7 @@ BEGIN
             RETURN;
         END IF;
 
-        new_token := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
-        IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
-            RAISE EXCEPTION USING ERRCODE = '54000',
-                MESSAGE = 'idempotency_token_seq is exhausted on this node',
-                DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
-        END IF;
+        --@ next_token VAR=new_token SEQ=idempotency_token_seq
         /* the write's times: after every lock and wait so far */
         stamp := pg_catalog.clock_timestamp();
         w_token := NULL;

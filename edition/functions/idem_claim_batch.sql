@@ -221,12 +221,7 @@ BEGIN
                         PERFORM idem__lock_key(v_scope, k, true);
                     END IF;
                 END IF;
-                t := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
-                IF t OPERATOR(pg_catalog.<=) 0 OR t OPERATOR(pg_catalog.>=) 281474976710656 THEN
-                    RAISE EXCEPTION USING ERRCODE = '54000',
-                        MESSAGE = 'idempotency_token_seq is exhausted on this node',
-                        DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, t);
-                END IF;
+                --@ next_token VAR=t SEQ=idempotency_token_seq
                 new_tokens := new_tokens OPERATOR(pg_catalog.||) t;
             END LOOP;
             /* the times, after the locks */

@@ -601,12 +601,7 @@ BEGIN
                                                    key, scope, 256),
                         HINT = 'Store a reference to the body, or a digest of it, instead.';
                 END IF;
-                new_token := pg_catalog.nextval('_IDEM_SCHEMA_.idempotency_token_seq'::pg_catalog.regclass);
-                IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
-                    RAISE EXCEPTION USING ERRCODE = '54000',
-                        MESSAGE = 'idempotency_token_seq is exhausted on this node',
-                        DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
-                END IF;
+                --@ next_token VAR=new_token SEQ=_IDEM_SCHEMA_.idempotency_token_seq
                 /*
                  * the key's row is written under the C build's search_path
                  * (a trigger on the table runs under it), the statement ran

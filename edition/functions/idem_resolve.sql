@@ -61,12 +61,7 @@ BEGIN
     END IF;
 
     /* 'fail': a new token, drawn before the statement as the C build draws it */
-    new_token := pg_catalog.nextval('idempotency_token_seq'::pg_catalog.regclass);
-    IF new_token OPERATOR(pg_catalog.<=) 0 OR new_token OPERATOR(pg_catalog.>=) 281474976710656 THEN
-        RAISE EXCEPTION USING ERRCODE = '54000',
-            MESSAGE = 'idempotency_token_seq is exhausted on this node',
-            DETAIL = pg_catalog.format('Tokens keep the sequence''s value in %s bits; it is %s.', 48, new_token);
-    END IF;
+    --@ next_token VAR=new_token SEQ=idempotency_token_seq
     stamp := pg_catalog.clock_timestamp();
     UPDATE idempotency_keys AS k
        SET status = 'failed', retryable = false, token = new_token,
