@@ -37,14 +37,13 @@ sub add_rows
         FROM generate_series(1, $n) i});
 }
 
-# Set a worker GUC with ALTER SYSTEM and reload; wait until passes started
-# before the reload are over.
+# Set a worker GUC and reload; return once the passes that started before
+# the reload are over (two more passes finished), when passes are running.
 sub set_worker
 {
-    my ($name, $value) = @_;
-    $node->safe_psql('postgres', qq{ALTER SYSTEM SET idempotency.$name = '$value'});
-    $node->reload;
-    usleep(300_000);
+    my ($name, $value, $passes_run) = @_;
+    set_worker_setting($node, $name, $value);
+    wait_passes($node, 2) if $passes_run // 1;
 }
 
 my $logpos = 0;
@@ -154,7 +153,7 @@ $node->safe_psql('postgres', 'DROP TRIGGER note_worker ON idempotency_keys');
 # -- rows another transaction holds, or has not committed, are skipped
 #    without waiting
 $logpos = -s $node->logfile;
-set_worker('worker_databases', '');
+set_worker('worker_databases', '', 0);
 add_rows('busy', 3, "now() - interval '1 s'");
 my $holder = $node->background_psql('postgres');
 $holder->query_safe(q{
@@ -167,8 +166,7 @@ ok($node->poll_query_until('postgres',
     q{SELECT string_agg(key, ',') = 'k1' FROM idempotency_keys WHERE scope = 'busy'}),
     'due rows nobody holds are deleted');
 my $passes = $node->safe_psql('postgres', 'SELECT worker_passes FROM idempotency_stats');
-usleep(1_000_000);
-cmp_ok($node->safe_psql('postgres', 'SELECT worker_passes FROM idempotency_stats'), '>', $passes + 3,
+ok($node->poll_query_until('postgres', "SELECT worker_passes > $passes + 3 FROM idempotency_stats"),
     'passes go on while a due row is locked: the worker does not wait for it');
 is($node->safe_psql('postgres',
     q{SELECT count(*) FROM idempotency_keys WHERE scope = 'busy' AND key = 'k1'}),
@@ -193,7 +191,10 @@ is($node->safe_psql('postgres', 'SELECT max_batch_rows FROM idempotency_stats'),
     'in batches of the new worker_batch_size');
 
 # -- SIGHUP: a new interval, taken at once
-set_worker('worker_interval', '1h');
+set_worker('worker_interval', '1h', 0);
+ok($node->poll_query_until('postgres',
+    q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'idempotency worker'}),
+    'the pass running at the reload ends');
 $passes = $node->safe_psql('postgres', 'SELECT worker_passes FROM idempotency_stats');
 usleep(1_000_000);
 cmp_ok($node->safe_psql('postgres', 'SELECT worker_passes FROM idempotency_stats'), '<=', $passes + 1,

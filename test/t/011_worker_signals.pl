@@ -7,6 +7,9 @@
 # fast shutdown does not wait for a pass.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use IdemTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -38,9 +41,8 @@ sub add_due_rows
 sub set_batch_size
 {
     my ($n) = @_;
-    $node->safe_psql('postgres', "ALTER SYSTEM SET idempotency.worker_batch_size = $n");
-    $node->reload;
-    usleep(300_000);
+    set_worker_setting($node, 'worker_batch_size', $n);
+    wait_passes($node, 2);
 }
 
 sub count_rows

@@ -11,7 +11,7 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Utils;
 
-our @EXPORT = qw(log_errors tenant_recipe keys_in_every_state);
+our @EXPORT = qw(log_errors tenant_recipe keys_in_every_state set_worker_setting wait_passes);
 
 # The ERROR, FATAL and PANIC lines of $node's server log from byte offset
 # $from on, joined by newlines ('' when there are none).
@@ -20,6 +20,35 @@ sub log_errors
     my ($node, $from) = @_;
     my $log = slurp_file($node->logfile, $from);
     return join("\n", grep { /\b(ERROR|FATAL|PANIC):/ } split /\n/, $log);
+}
+
+# Sets idempotency.$name to $value with ALTER SYSTEM, reloads, and returns
+# once the postmaster has read the file: a new session, which the postmaster
+# forks with its own settings, shows the value.  The postmaster signals its
+# children, the launcher among them, before it forks another session, and
+# every pass it forks from then on starts with the value.  (A fixed sleep
+# after the reload was not enough on a loaded machine.)
+sub set_worker_setting
+{
+    my ($node, $name, $value) = @_;
+    $node->safe_psql('postgres', "ALTER SYSTEM SET idempotency.$name = '$value'");
+    $node->reload;
+    $node->poll_query_until('postgres', "SELECT current_setting('idempotency.$name') = '$value'")
+      or die "idempotency.$name did not become '$value' after a reload";
+    return;
+}
+
+# Returns once $n more passes than now have finished (worker_passes in
+# database postgres): with $n = 2, a pass that started after this call has
+# finished, so no pass that began before a reload is still running.
+sub wait_passes
+{
+    my ($node, $n) = @_;
+    my $passes = $node->safe_psql('postgres', 'SELECT worker_passes FROM idempotency_stats');
+    $node->poll_query_until('postgres',
+        "SELECT worker_passes >= $passes + $n FROM idempotency_stats")
+      or die "fewer than $n passes finished";
+    return;
 }
 
 # The tenant recipe of docs/tenants.md (one scope per role), as SQL: row
