@@ -99,6 +99,26 @@ ROLLBACK TO SAVEPOINT s;
 SELECT idem_complete('sp', 200, '{}', 'm1');
 \echo :LAST_ERROR_SQLSTATE
 ROLLBACK;
+-- a savepoint released keeps the claim: the token may still be left out,
+-- in the transaction and in a function's exception block (a subtransaction)
+BEGIN;
+SAVEPOINT s;
+SELECT outcome FROM idem_claim('sp', NULL, 'm1');
+RELEASE SAVEPOINT s;
+SELECT idem_complete('sp', 200, '{"kept": 1}', 'm1');
+DO $$
+BEGIN
+    BEGIN
+        PERFORM idem_claim('sp-block', NULL, 'm1');
+    EXCEPTION WHEN OTHERS THEN
+        RAISE;
+    END;
+    PERFORM idem_complete('sp-block', 201, '{"kept": 2}', 'm1');
+END
+$$;
+SELECT key, status, response_code, response FROM idempotency_keys
+ WHERE scope = 'm1' AND key IN ('sp', 'sp-block') ORDER BY key;
+ROLLBACK;
 
 -- NULL arguments
 SELECT idem_complete(NULL, 200, '{}');

@@ -248,49 +248,36 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    stamp := pg_catalog.clock_timestamp();
-    UPDATE idempotency_keys AS k
-       SET status = 'completed', response_code = idem_complete.response_code,
-           response = idem_complete.response,
-           expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
-                            pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until)),
-           due_at = LEAST(k.due_at,
-                          pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
-                              pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
-           locked_until = NULL, updated_at = stamp
-     WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
-       AND (k.token OPERATOR(pg_catalog.=) COALESCE(v_token, idem_complete.token)
-            OR (v_token IS NULL AND idem_complete.token IS NULL
-                AND k.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned())))
-       AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed'
-    RETURNING k.token INTO w_token;
+    /*
+     * At most two passes.  The first: with the token given or found above,
+     * or, with none, the row version this transaction wrote.  When that
+     * matches nothing and no token was given or found, the checks passed
+     * but no processing row version of the key is this transaction's own
+     * (not a subtransaction's): _idem_record_token raises why, or gives the
+     * token of the row this transaction wrote otherwise, for the second.
+     */
+    LOOP
+        stamp := pg_catalog.clock_timestamp();
+        UPDATE idempotency_keys AS k
+           SET status = 'completed', response_code = idem_complete.response_code,
+               response = idem_complete.response,
+               expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
+                                pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until)),
+               due_at = LEAST(k.due_at,
+                              pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
+                                  pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
+               locked_until = NULL, updated_at = stamp
+         WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
+           AND (k.token OPERATOR(pg_catalog.=) COALESCE(v_token, idem_complete.token)
+                OR (v_token IS NULL AND idem_complete.token IS NULL
+                    AND k.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id_if_assigned())))
+           AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed'
+        RETURNING k.token INTO w_token;
+        EXIT WHEN w_token IS NOT NULL OR v_token IS NOT NULL OR token IS NOT NULL;
+        v_token := _idem_record_token('idem_complete', v_key, v_scope);
+    END LOOP;
     IF w_token IS NULL THEN
-        IF v_token IS NULL AND token IS NULL THEN
-            /*
-             * None given, the checks passed, and no processing row version
-             * of the key that this transaction (not a subtransaction of it)
-             * wrote: _idem_record_token raises why, or gives the token of
-             * the row this transaction wrote otherwise, then as above.
-             */
-            v_token := _idem_record_token('idem_complete', v_key, v_scope);
-            stamp := pg_catalog.clock_timestamp();
-            UPDATE idempotency_keys AS k
-               SET status = 'completed', response_code = idem_complete.response_code,
-                   response = idem_complete.response,
-                   expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
-                                    pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until)),
-                   due_at = LEAST(k.due_at,
-                                  pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
-                                      pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
-                   locked_until = NULL, updated_at = stamp
-             WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
-               AND k.token OPERATOR(pg_catalog.=) v_token
-               AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed'
-            RETURNING k.token INTO w_token;
-        END IF;
-        IF w_token IS NULL THEN
-            PERFORM _idem_record_no_match('idem_complete', v_key, v_scope, COALESCE(v_token, token));
-        END IF;
+        PERFORM _idem_record_no_match('idem_complete', v_key, v_scope, COALESCE(v_token, token));
     END IF;
     /* the UPDATE waited (another writer of the row): count from now */
     IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp OPERATOR(pg_catalog.>) '10 ms'::interval THEN
