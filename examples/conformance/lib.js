@@ -208,11 +208,15 @@ function waitForBlockedInsert() {
 async function startCardNetwork() {
   const auths = new Map(); // reference -> [authorization ids]
   const lookups = new Map(); // reference -> count
-  const net = { holdAll: false, held: new Set(), waiting: [], seq: 0 };
+  // connections accepted, requests begun (headers read) and read whole:
+  // for the tests' messages when a request never arrives
+  const net = { holdAll: false, held: new Set(), waiting: [], seq: 0, conns: 0, begun: 0, read: 0 };
   const ref = (merchant, key) => JSON.stringify([merchant, key]);
 
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
+    net.begun += 1;
+    req.on('end', () => { net.read += 1; });
     const answer = (status, obj) => {
       try {
         res.writeHead(status, { 'Content-Type': 'application/json' });
@@ -245,10 +249,12 @@ async function startCardNetwork() {
     });
   });
   server.keepAliveTimeout = 60000;
+  server.on('connection', () => { net.conns += 1; });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     authorizations: (merchant, key) => (auths.get(ref(merchant, key)) || []).slice(),
+    counts: () => `${net.conns} connections, ${net.begun} requests begun, ${net.read} read whole`,
     lookups: (merchant, key) => lookups.get(ref(merchant, key)) || 0,
     // hold(): every answer from now on; hold(m, k): that reference's
     hold(merchant, key) {

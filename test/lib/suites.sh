@@ -629,7 +629,13 @@ suite_http()
 		cat "$WORK/http_apt.log"
 		return
 	fi
-	if ! start_server "$WORK/http_data" "$port" ||
+	# max_connections: the three lanes at once, each up to two instances of
+	# its service (card.test.js) with a pool of 20 and 2 heartbeat
+	# connections each (132), beside the libraries' tests and psql; at the
+	# default 100 (97 for a role without superuser) a service's connection
+	# is refused (53300, a 500) and its card payment never reaches the card
+	# network
+	if ! start_server "$WORK/http_data" "$port" "max_connections = 200" ||
 		! as_postgres psql -X -q -h "$WORK" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
 			-c "CREATE ROLE payments_service LOGIN"; then
 		fail "http (server did not start)"
