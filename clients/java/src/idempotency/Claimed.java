@@ -16,7 +16,7 @@ import java.sql.SQLException;
  * committed claim, records it failed and retryable.
  */
 public final class Claimed {
-    /** The exchange (or servlet request) attribute holding the claim. */
+    /** The servlet request attribute holding the claim (IdempotencyServletFilter). */
     public static final String ATTRIBUTE = "idempotency.claimed";
 
     private final String key;
@@ -42,9 +42,15 @@ public final class Claimed {
         this.heartbeat = heartbeat;
     }
 
-    /** The request's claim; IllegalStateException when the filter is not in front of the handler. */
+    /**
+     * The request's claim, while its handler runs; IllegalStateException
+     * when the filter is not in front of the handler.  (Kept by the
+     * filter, not as an exchange attribute: the JDK's HttpServer shares
+     * those among all the requests of a context.)
+     */
     public static Claimed of(HttpExchange ex) {
-        if (ex.getAttribute(ATTRIBUTE) instanceof Claimed c)
+        Claimed c = IdempotencyFilter.claimOf(ex);
+        if (c != null)
             return c;
         throw new IllegalStateException("no IdempotencyFilter in front of this handler");
     }

@@ -44,7 +44,7 @@ final class FilterCore<R> {
         /** The handler reads raw as the request body (the core has read the original). */
         void replaceBody(byte[] raw);
 
-        /** Makes the claim the handler's ({@link Claimed#ATTRIBUTE}). */
+        /** Makes the claim the handler's (Claimed.of, IdempotencyServletFilter.claimOf). */
         void attach(Claimed claimed);
 
         /**

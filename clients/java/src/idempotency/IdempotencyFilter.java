@@ -6,9 +6,11 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Predicate;
@@ -30,8 +32,37 @@ import java.util.function.Predicate;
  * IdempotencyServletFilter.  Both run on one core (FilterCore).
  */
 public final class IdempotencyFilter extends Filter {
-    /** An exchange attribute an authentication filter in front may set: the caller's scope (a String). */
+    /**
+     * Refused here (a 500 when set): the JDK's HttpServer keeps an
+     * exchange's attributes in its context, shared by every exchange of
+     * the context at once, so a scope set as an attribute for one request
+     * is every request's.  Use {@link #setScope}.  (For servlets, whose
+     * request attributes are the request's own: IdempotencyServletFilter.)
+     */
     public static final String SCOPE_ATTRIBUTE = "idempotency.scope";
+
+    /*
+     * What belongs to one exchange: kept here, not in its attributes (see
+     * SCOPE_ATTRIBUTE; the JDK 17 and 25 both share them), by the
+     * exchange's identity.  Weak keys: an exchange this filter never
+     * reached (refused in front of it) leaves nothing behind.
+     */
+    private static final Map<HttpExchange, Claimed> CLAIMS = Collections.synchronizedMap(new WeakHashMap<>());
+    private static final Map<HttpExchange, String> SCOPES = Collections.synchronizedMap(new WeakHashMap<>());
+
+    /**
+     * The caller's scope, for the default scope function: an
+     * authentication filter in front of this one calls it with the exchange
+     * it passes on.
+     */
+    public static void setScope(HttpExchange ex, String scope) {
+        SCOPES.put(Objects.requireNonNull(ex), Objects.requireNonNull(scope));
+    }
+
+    /** The claim this filter made for the exchange its handler runs for, or null (Claimed.of). */
+    static Claimed claimOf(HttpExchange ex) {
+        return CLAIMS.get(ex);
+    }
 
     /** Checks a request (body: JSON already) before the claim; throws {@link Problem} to refuse it. */
     @FunctionalInterface
@@ -46,10 +77,16 @@ public final class IdempotencyFilter extends Filter {
         this.core = new FilterCore<>(connections, IdempotencyFilter::authenticatedScope);
     }
 
-    /** The default scope: {@link #SCOPE_ATTRIBUTE}, else the exchange's principal, else "". */
+    /** The default scope: {@link #setScope}'s, else the exchange's principal, else "". */
     private static String authenticatedScope(HttpExchange ex) {
-        if (ex.getAttribute(SCOPE_ATTRIBUTE) instanceof String s)
+        String s = SCOPES.get(ex);
+        if (s != null)
             return s;
+        if (ex.getAttribute(SCOPE_ATTRIBUTE) != null) {
+            System.err.println("idempotency: the exchange attribute " + SCOPE_ATTRIBUTE
+                               + " is shared by all requests of the context; use IdempotencyFilter.setScope");
+            throw new Problem(500, "Internal error", "The request was not processed.");
+        }
         return ex.getPrincipal() == null ? "" : ex.getPrincipal().getUsername();
     }
 
@@ -158,7 +195,11 @@ public final class IdempotencyFilter extends Filter {
             chain.doFilter(ex);
             return;
         }
-        core.filter(new Exchange(ex, chain));
+        try {
+            core.filter(new Exchange(ex, chain));
+        } finally {
+            SCOPES.remove(ex);
+        }
     }
 
     /** An HttpExchange as the core sees it. */
@@ -190,12 +231,16 @@ public final class IdempotencyFilter extends Filter {
 
         @Override
         public void attach(Claimed claimed) {
-            ex.setAttribute(Claimed.ATTRIBUTE, claimed);
+            CLAIMS.put(ex, claimed);
         }
 
         @Override
         public void handle() throws IOException {
-            chain.doFilter(ex);
+            try {
+                chain.doFilter(ex);
+            } finally {
+                CLAIMS.remove(ex);
+            }
         }
 
         @Override

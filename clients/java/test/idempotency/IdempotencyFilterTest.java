@@ -1,5 +1,6 @@
 package idempotency;
 
+import com.sun.net.httpserver.Filter;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
@@ -7,16 +8,25 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * IdempotencyFilter on a real HTTP server (the JDK's) and a real database:
@@ -43,6 +53,13 @@ class IdempotencyFilterTest extends FilterContract {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 50);
         for (String path : mounts)
             server.createContext(path, IdempotencyFilterTest::handle).getFilters().add(mounted.get(path));
+        var two = server.createContext("/two", IdempotencyFilterTest::handleTwo);
+        two.getFilters().add(TENANT);
+        two.getFilters().add(new IdempotencyFilter(pool));
+        var attribute = server.createContext("/attribute", IdempotencyFilterTest::handleOne);
+        attribute.getFilters().add(Filter.beforeHandler("scope as an attribute",
+            ex -> ex.setAttribute(IdempotencyFilter.SCOPE_ATTRIBUTE, ex.getRequestHeaders().getFirst("Tenant"))));
+        attribute.getFilters().add(new IdempotencyFilter(pool));
         threads = Executors.newCachedThreadPool();
         server.setExecutor(threads);
         server.start();
@@ -90,6 +107,65 @@ class IdempotencyFilterTest extends FilterContract {
         }
         if (read.contains("\"self\""))
             answer(ex, 202, "{\"self\": " + run + "}");
+    }
+
+    /** An authentication filter in front: the caller's scope from a header (here, for the test). */
+    private static final Filter TENANT = Filter.beforeHandler("tenant",
+        ex -> IdempotencyFilter.setScope(ex, ex.getRequestHeaders().getFirst("Tenant")));
+
+    /** Both requests of handleTwo's test are claimed before either handler asks for its claim. */
+    private static final CyclicBarrier BOTH = new CyclicBarrier(2);
+
+    /** The claim's key and scope, asked for once another request's claim was made too. */
+    private static void handleTwo(HttpExchange ex) throws IOException {
+        try {
+            BOTH.await(20, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            answer(ex, 500, "the other request never came: " + e);
+            return;
+        }
+        Claimed claim = Claimed.of(ex);
+        answer(ex, 200, claim.key() + " " + claim.scope());
+    }
+
+    /** The claim's key and scope. */
+    private static void handleOne(HttpExchange ex) throws IOException {
+        Claimed claim = Claimed.of(ex);
+        answer(ex, 200, claim.key() + " " + claim.scope());
+    }
+
+    private static HttpResponse<String> post(HttpClient client, String path, String key, String tenant) {
+        HttpRequest req = HttpRequest.newBuilder(uriOf(path)).header("Content-Type", "application/json")
+            .header("Idempotency-Key", key).header("Tenant", tenant)
+            .POST(HttpRequest.BodyPublishers.ofString("{}")).build();
+        return client.sendAsync(req, HttpResponse.BodyHandlers.ofString()).join();
+    }
+
+    private static URI uriOf(String path) {
+        return URI.create("http://127.0.0.1:" + server.getAddress().getPort() + path);
+    }
+
+    /**
+     * Two requests at once, of two tenants, each get their own claim and
+     * scope: the JDK's HttpServer shares exchange attributes among all the
+     * requests of a context, so neither may travel in them.
+     */
+    @Test
+    void concurrentRequestsKeepTheirOwnClaimAndScope() {
+        BOTH.reset();
+        HttpClient client = HttpClient.newHttpClient();
+        String a = "two-a-" + System.nanoTime(), b = "two-b-" + System.nanoTime();
+        var ra = CompletableFuture.supplyAsync(() -> post(client, "/two", a, "tenant-a"));
+        var rb = CompletableFuture.supplyAsync(() -> post(client, "/two", b, "tenant-b"));
+        assertEquals(a + " tenant-a", ra.join().body());
+        assertEquals(b + " tenant-b", rb.join().body());
+    }
+
+    /** A scope set as an exchange attribute (every request's at once) is refused, not used. */
+    @Test
+    void scopeAsAnExchangeAttributeIsRefused() {
+        HttpResponse<String> r = post(HttpClient.newHttpClient(), "/attribute", "attr-" + System.nanoTime(), "t");
+        assertEquals(500, r.statusCode(), r.body());
     }
 
     private static void answer(HttpExchange ex, int status, String body) throws IOException {
