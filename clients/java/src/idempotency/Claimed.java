@@ -43,10 +43,12 @@ public final class Claimed {
     }
 
     /**
-     * The request's claim, while its handler runs; IllegalStateException
-     * when the filter is not in front of the handler.  (Kept by the
-     * filter, not as an exchange attribute: the JDK's HttpServer shares
-     * those among all the requests of a context.)
+     * The request's claim, only while its handler runs (from any thread;
+     * given a wrapper of the exchange, from the handler's own thread);
+     * IllegalStateException when the filter is not in front of the handler
+     * or the handler has returned.  (Kept by the filter, not as an exchange
+     * attribute: the JDK's HttpServer shares those among all the requests
+     * of a context.)
      */
     public static Claimed of(HttpExchange ex) {
         Claimed c = IdempotencyFilter.claimOf(ex);

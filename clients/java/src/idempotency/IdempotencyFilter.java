@@ -49,19 +49,27 @@ public final class IdempotencyFilter extends Filter {
      */
     private static final Map<HttpExchange, Claimed> CLAIMS = Collections.synchronizedMap(new WeakHashMap<>());
     private static final Map<HttpExchange, String> SCOPES = Collections.synchronizedMap(new WeakHashMap<>());
+    /* the claim of the handler running on this thread: for an exchange a filter after this one wrapped */
+    private static final ThreadLocal<Claimed> RUNNING = new ThreadLocal<>();
 
     /**
      * The caller's scope, for the default scope function: an
-     * authentication filter in front of this one calls it with the exchange
-     * it passes on.
+     * authentication filter in front of this one calls it with the
+     * exchange this filter receives (no filter between them may wrap it:
+     * the scope would not be found, and would be "" or the principal's).
      */
     public static void setScope(HttpExchange ex, String scope) {
         SCOPES.put(Objects.requireNonNull(ex), Objects.requireNonNull(scope));
     }
 
-    /** The claim this filter made for the exchange its handler runs for, or null (Claimed.of). */
+    /**
+     * The claim this filter made for the exchange its handler runs for, or
+     * for the handler running on this thread (a filter between wrapped the
+     * exchange), or null (Claimed.of).
+     */
     static Claimed claimOf(HttpExchange ex) {
-        return CLAIMS.get(ex);
+        Claimed c = CLAIMS.get(ex);
+        return c != null ? c : RUNNING.get();
     }
 
     /** Checks a request (body: JSON already) before the claim; throws {@link Problem} to refuse it. */
@@ -83,9 +91,8 @@ public final class IdempotencyFilter extends Filter {
         if (s != null)
             return s;
         if (ex.getAttribute(SCOPE_ATTRIBUTE) != null) {
-            System.err.println("idempotency: the exchange attribute " + SCOPE_ATTRIBUTE
-                               + " is shared by all requests of the context; use IdempotencyFilter.setScope");
-            throw new Problem(500, "Internal error", "The request was not processed.");
+            throw new IllegalStateException("the exchange attribute " + SCOPE_ATTRIBUTE
+                                            + " is shared by all requests of the context; use IdempotencyFilter.setScope");
         }
         return ex.getPrincipal() == null ? "" : ex.getPrincipal().getUsername();
     }
@@ -191,12 +198,11 @@ public final class IdempotencyFilter extends Filter {
 
     @Override
     public void doFilter(HttpExchange ex, Chain chain) throws IOException {
-        if (!core.applies(ex.getRequestMethod())) {
-            chain.doFilter(ex);
-            return;
-        }
         try {
-            core.filter(new Exchange(ex, chain));
+            if (core.applies(ex.getRequestMethod()))
+                core.filter(new Exchange(ex, chain));
+            else
+                chain.doFilter(ex);
         } finally {
             SCOPES.remove(ex);
         }
@@ -236,10 +242,12 @@ public final class IdempotencyFilter extends Filter {
 
         @Override
         public void handle() throws IOException {
+            RUNNING.set(CLAIMS.get(ex));
             try {
                 chain.doFilter(ex);
             } finally {
                 CLAIMS.remove(ex);
+                RUNNING.remove();
             }
         }
 

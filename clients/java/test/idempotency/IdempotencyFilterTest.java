@@ -27,6 +27,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * IdempotencyFilter on a real HTTP server (the JDK's) and a real database:
@@ -60,6 +62,20 @@ class IdempotencyFilterTest extends FilterContract {
         attribute.getFilters().add(Filter.beforeHandler("scope as an attribute",
             ex -> ex.setAttribute(IdempotencyFilter.SCOPE_ATTRIBUTE, ex.getRequestHeaders().getFirst("Tenant"))));
         attribute.getFilters().add(new IdempotencyFilter(pool));
+        var wrapped = server.createContext("/wrapped", IdempotencyFilterTest::handleOne);
+        wrapped.getFilters().add(TENANT);
+        wrapped.getFilters().add(new IdempotencyFilter(pool));
+        wrapped.getFilters().add(new Filter() {
+            @Override
+            public void doFilter(HttpExchange ex, Chain chain) throws IOException {
+                chain.doFilter(new Wrapper(ex));
+            }
+
+            @Override
+            public String description() {
+                return "a wrapper of the exchange, after the idempotency filter";
+            }
+        });
         threads = Executors.newCachedThreadPool();
         server.setExecutor(threads);
         server.start();
@@ -116,8 +132,39 @@ class IdempotencyFilterTest extends FilterContract {
     /** Both requests of handleTwo's test are claimed before either handler asks for its claim. */
     private static final CyclicBarrier BOTH = new CyclicBarrier(2);
 
+    /** An exchange passed on as another object (as the JDK 18+'s Filter.adaptRequest does). */
+    private static final class Wrapper extends HttpExchange {
+        private final HttpExchange ex;
+
+        Wrapper(HttpExchange ex) {
+            this.ex = ex;
+        }
+
+        @Override public com.sun.net.httpserver.Headers getRequestHeaders() { return ex.getRequestHeaders(); }
+        @Override public com.sun.net.httpserver.Headers getResponseHeaders() { return ex.getResponseHeaders(); }
+        @Override public URI getRequestURI() { return ex.getRequestURI(); }
+        @Override public String getRequestMethod() { return ex.getRequestMethod(); }
+        @Override public com.sun.net.httpserver.HttpContext getHttpContext() { return ex.getHttpContext(); }
+        @Override public void close() { ex.close(); }
+        @Override public InputStream getRequestBody() { return ex.getRequestBody(); }
+        @Override public OutputStream getResponseBody() { return ex.getResponseBody(); }
+        @Override public void sendResponseHeaders(int code, long length) throws IOException { ex.sendResponseHeaders(code, length); }
+        @Override public InetSocketAddress getRemoteAddress() { return ex.getRemoteAddress(); }
+        @Override public int getResponseCode() { return ex.getResponseCode(); }
+        @Override public InetSocketAddress getLocalAddress() { return ex.getLocalAddress(); }
+        @Override public String getProtocol() { return ex.getProtocol(); }
+        @Override public Object getAttribute(String name) { return ex.getAttribute(name); }
+        @Override public void setAttribute(String name, Object value) { ex.setAttribute(name, value); }
+        @Override public void setStreams(InputStream i, OutputStream o) { ex.setStreams(i, o); }
+        @Override public com.sun.net.httpserver.HttpPrincipal getPrincipal() { return ex.getPrincipal(); }
+    }
+
+    /** The exchanges handleTwo saw: the filter keeps no claim of theirs once they are answered. */
+    private static final List<HttpExchange> SEEN = new CopyOnWriteArrayList<>();
+
     /** The claim's key and scope, asked for once another request's claim was made too. */
     private static void handleTwo(HttpExchange ex) throws IOException {
+        SEEN.add(ex);
         try {
             BOTH.await(20, TimeUnit.SECONDS);
         } catch (Exception e) {
@@ -137,7 +184,7 @@ class IdempotencyFilterTest extends FilterContract {
     private static HttpResponse<String> post(HttpClient client, String path, String key, String tenant) {
         HttpRequest req = HttpRequest.newBuilder(uriOf(path)).header("Content-Type", "application/json")
             .header("Idempotency-Key", key).header("Tenant", tenant)
-            .POST(HttpRequest.BodyPublishers.ofString("{}")).build();
+            .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofString("{}")).build();
         return client.sendAsync(req, HttpResponse.BodyHandlers.ofString()).join();
     }
 
@@ -153,19 +200,44 @@ class IdempotencyFilterTest extends FilterContract {
     @Test
     void concurrentRequestsKeepTheirOwnClaimAndScope() {
         BOTH.reset();
+        SEEN.clear();
         HttpClient client = HttpClient.newHttpClient();
         String a = "two-a-" + System.nanoTime(), b = "two-b-" + System.nanoTime();
         var ra = CompletableFuture.supplyAsync(() -> post(client, "/two", a, "tenant-a"));
         var rb = CompletableFuture.supplyAsync(() -> post(client, "/two", b, "tenant-b"));
         assertEquals(a + " tenant-a", ra.join().body());
         assertEquals(b + " tenant-b", rb.join().body());
+        assertEquals(2, SEEN.size());
+        for (HttpExchange ex : SEEN)
+            assertNull(IdempotencyFilter.claimOf(ex), "a claim kept after its request was answered");
+    }
+
+    /** A filter after this one that wraps the exchange: the handler still gets its claim. */
+    @Test
+    void aWrappedExchangeGetsItsClaim() {
+        String k = "wrapped-" + System.nanoTime();
+        HttpResponse<String> r = post(HttpClient.newHttpClient(), "/wrapped", k, "tenant-w");
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(k + " tenant-w", r.body());
     }
 
     /** A scope set as an exchange attribute (every request's at once) is refused, not used. */
     @Test
-    void scopeAsAnExchangeAttributeIsRefused() {
-        HttpResponse<String> r = post(HttpClient.newHttpClient(), "/attribute", "attr-" + System.nanoTime(), "t");
+    void scopeAsAnExchangeAttributeIsRefused() throws SQLException {
+        String k = "attr-" + System.nanoTime();
+        HttpResponse<String> r = post(HttpClient.newHttpClient(), "/attribute", k, "t");
         assertEquals(500, r.statusCode(), r.body());
+        assertTrue(r.body().contains("\"Internal error\""), r.body());
+        var c = pool.borrow();
+        try (var ps = c.prepareStatement("SELECT count(*) FROM idem_lookup(?, 't')")) {
+            ps.setString(1, k);
+            try (var rs = ps.executeQuery()) {
+                rs.next();
+                assertEquals(0, rs.getInt(1), "the key was claimed");
+            }
+        } finally {
+            pool.release(c);
+        }
     }
 
     private static void answer(HttpExchange ex, int status, String body) throws IOException {
