@@ -261,12 +261,7 @@ BEGIN
         UPDATE idempotency_keys AS k
            SET status = 'completed', response_code = idem_complete.response_code,
                response = idem_complete.response,
-               expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
-                                pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until)),
-               due_at = LEAST(k.due_at,
-                              pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
-                                  pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
-               locked_until = NULL, updated_at = stamp
+               --@ settle_times STAMP=stamp
          WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
            AND (k.token OPERATOR(pg_catalog.=) COALESCE(v_token, idem_complete.token)
                 OR (v_token IS NULL AND idem_complete.token IS NULL

@@ -41,12 +41,7 @@ BEGIN
     UPDATE idempotency_keys AS k
        SET status = 'failed', retryable = idem_fail.retryable,
            response_code = idem_fail.response_code, response = idem_fail.response,
-           expires_at = pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
-                            pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until)),
-           due_at = LEAST(k.due_at,
-                          pg_catalog.to_timestamp(pg_catalog.date_part('epoch', stamp) OPERATOR(pg_catalog.+)
-                              pg_catalog.date_part('epoch', k.expires_at OPERATOR(pg_catalog.-) k.locked_until))),
-           locked_until = NULL, updated_at = stamp
+           --@ settle_times STAMP=stamp
      WHERE k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key
        AND k.token OPERATOR(pg_catalog.=) v_token
        AND k.status OPERATOR(pg_catalog.<>) 'completed' AND k.status OPERATOR(pg_catalog.<>) 'failed';
