@@ -29,6 +29,8 @@ public final class Claimed {
     Connection tx;
     Integer status;
     String response;
+    /** Set by the filter once the handler has returned: the claim's transaction is the filter's. */
+    volatile boolean settled;
 
     Claimed(String key, String scope, String body, Idempotency.Claim claim, boolean committed,
             ConnectionSource connections, Connection tx, Heartbeats.Handle heartbeat) {
@@ -97,9 +99,23 @@ public final class Claimed {
     /**
      * The transaction the key is completed in: the claim's own (default
      * mode), or for a committed claim one begun at the first call (the key is
-     * then completed with its token, fenced).  Do not commit it.
+     * then completed with its token, fenced).  Do not commit it, nor use it
+     * once the handler has returned: the filter ends it and gives the
+     * connection back (IllegalStateException then).
      */
     public Connection transaction() throws SQLException {
+        checkOpen();
+        return ownTransaction();
+    }
+
+    /** IllegalStateException once the handler has returned. */
+    private void checkOpen() {
+        if (settled)
+            throw new IllegalStateException("the claim of " + key + " was settled: its handler has returned");
+    }
+
+    /** The filter's own use of the transaction, after the handler. */
+    Connection ownTransaction() throws SQLException {
         if (tx == null) {
             Connection c = connections.borrow();
             try {
@@ -116,9 +132,11 @@ public final class Claimed {
     /**
      * Records a recovery point (idem_checkpoint, fenced by the token: IK002
      * when another attempt took the key over).  For a committed claim it is
-     * committed at once, on a connection of its own.
+     * committed at once, on a connection of its own.  IllegalStateException
+     * once the handler has returned.
      */
     public void checkpoint(String point) throws SQLException {
+        checkOpen();
         if (!committed) {
             Idempotency.checkpoint(transaction(), key, point, scope, claim.token());
             return;
@@ -134,8 +152,10 @@ public final class Claimed {
     /**
      * The answer to record and send: status and a JSON document.  The filter
      * sends PostgreSQL's jsonb text of it, the bytes every replay gets.
+     * IllegalStateException once the handler has returned.
      */
     public void respond(int status, String json) {
+        checkOpen();
         this.status = status;
         this.response = json;
     }

@@ -239,6 +239,7 @@ final class FilterCore<R> {
             failure = new Problem(500, "Internal error", "The request was not processed.");
             ran = Event.Observed.ERROR;
         } finally {
+            claimed.settled = true;
             if (beat != null)
                 beat.stop();
         }
@@ -246,7 +247,7 @@ final class FilterCore<R> {
         if (failure == null && !clientGone && !handlerAnswered && claimed.response != null) {
             String text;
             try {
-                text = Idempotency.completeReturningText(claimed.transaction(), r.key, claimed.status,
+                text = Idempotency.completeReturningText(claimed.ownTransaction(), r.key, claimed.status,
                                                          claimed.response, r.scope,
                                                          r.committed ? claim.token() : null);
                 claimed.tx.commit();

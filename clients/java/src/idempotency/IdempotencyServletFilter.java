@@ -82,7 +82,11 @@ public final class IdempotencyServletFilter implements Filter {
         return request.getUserPrincipal() == null ? "" : request.getUserPrincipal().getName();
     }
 
-    /** The request's claim; IllegalStateException when the filter is not in front of the servlet. */
+    /**
+     * The request's claim, while the servlet runs (the filter takes it off
+     * the request when it returns); IllegalStateException when the filter is
+     * not in front of the servlet.
+     */
     public static Claimed claimOf(ServletRequest request) {
         if (request.getAttribute(CLAIM) instanceof Claimed c)
             return c;
@@ -197,7 +201,14 @@ public final class IdempotencyServletFilter implements Filter {
             chain.doFilter(request, response);
             return;
         }
-        core.filter(new Exchange(http, out, chain));
+        // the claim is the servlet's while it runs: its transaction ends with the filter, so
+        // nothing after (an error page, a filter in front) finds it; a claim there before is kept
+        Object before = http.getAttribute(CLAIM);
+        try {
+            core.filter(new Exchange(http, out, chain));
+        } finally {
+            http.setAttribute(CLAIM, before);
+        }
     }
 
     /** A servlet request and response as the core sees them. */

@@ -3,6 +3,7 @@ package idempotency;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.URI;
@@ -95,6 +96,9 @@ abstract class FilterContract {
      * A body with "self" the handler answers by itself, before this: 202
      * {"self": run}.
      *
+     * With "keep" the handler keeps the claim (kept), as one that
+     * hands it to work of its own might.
+     *
      * @return the run of this key (1 the first)
      */
     static int pay(Claimed claim, String read) throws SQLException {
@@ -108,6 +112,8 @@ abstract class FilterContract {
                 Thread.currentThread().interrupt();
             }
         }
+        if (read.contains("\"keep\""))
+            kept.put(claim.key(), claim);
         if (read.contains("\"self\""))
             return run;
         if (read.contains("\"crash\"") && run == 1)
@@ -174,6 +180,23 @@ abstract class FilterContract {
         assertEquals(status, r.statusCode(), r.body());
         assertEquals("application/problem+json", r.headers().firstValue("Content-Type").orElse(""));
         assertTrue(r.body().contains("\"status\":" + status), r.body());
+    }
+
+    /** The claims handlers kept ("keep"), by key. */
+    static final Map<String, Claimed> kept = new ConcurrentHashMap<>();
+
+    /**
+     * A claim kept past its handler is refused: its transaction ended and
+     * its connection went back to the pool, maybe to another request.
+     */
+    @Test
+    void aClaimIsRefusedOnceItsHandlerReturned() throws Exception {
+        String key = key();
+        assertEquals(201, send(post("/default", key, "{\"keep\": 1}")).statusCode());
+        Claimed claim = kept.get(key);
+        assertThrows(IllegalStateException.class, claim::transaction);
+        assertThrows(IllegalStateException.class, () -> claim.checkpoint("late"));
+        assertThrows(IllegalStateException.class, () -> claim.respond(201, "{}"));
     }
 
     @Test

@@ -3,6 +3,7 @@ package idempotency;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import jakarta.servlet.Filter;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
@@ -20,6 +21,7 @@ import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
@@ -48,6 +50,8 @@ class IdempotencyServletFilterTest extends FilterContract {
     private static Path base;
     private static ConnectionPool pool;
     private static final List<IdempotencyServletFilter> filters = new CopyOnWriteArrayList<>();
+    /** By Idempotency-Key: what a filter in front of /default found in the claim's attribute after it. */
+    private static final Map<String, String> after = new ConcurrentHashMap<>();
 
     @BeforeAll
     static void start() throws IOException, LifecycleException, SQLException {
@@ -79,6 +83,14 @@ class IdempotencyServletFilterTest extends FilterContract {
         // as an application registers it: ServletContext.addFilter, in front of the payment servlet
         ctx.addServletContainerInitializer((classes, sc) -> {
             sc.addServlet("payments", new Payments()).addMapping("/");
+            // in front of the idempotency filter on /default: what the request holds once it returns
+            Filter front = (request, response, chain) -> {
+                chain.doFilter(request, response);
+                if (request instanceof HttpServletRequest http && http.getHeader("Idempotency-Key") != null)
+                    after.put(http.getHeader("Idempotency-Key"),
+                              String.valueOf(request.getAttribute(IdempotencyServletFilter.CLAIM)));
+            };
+            sc.addFilter("front", front).addMappingForUrlPatterns(null, false, "/default");
             for (String path : mounts)
                 sc.addFilter("idempotency" + path, mounted.get(path)).addMappingForUrlPatterns(null, false, path);
         }, null);
@@ -153,6 +165,14 @@ class IdempotencyServletFilterTest extends FilterContract {
     @Test
     void aProblemInAServletExceptionIsSentAsTheProblem() throws Exception {
         assertAFailureLeavesTheKeyFree("{\"fail\": 1, \"wrapped\": 1}");
+    }
+
+    /** The claim's attribute is gone once the filter returns: its transaction has ended. */
+    @Test
+    void theClaimIsNotLeftOnTheRequest() throws Exception {
+        String key = key();
+        assertEquals(201, send(post("/default", key, "{\"amount\": 10}")).statusCode());
+        assertEquals("null", after.get(key));
     }
 
     /**
