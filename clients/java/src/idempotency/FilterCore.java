@@ -228,6 +228,7 @@ final class FilterCore<R> {
         ex.attach(claimed);
         Problem failure = null;
         boolean clientGone = false;
+        Error fatal = null;
         try {
             ex.handle();
         } catch (Problem p) {
@@ -238,11 +239,31 @@ final class FilterCore<R> {
             e.printStackTrace();
             failure = new Problem(500, "Internal error", "The request was not processed.");
             ran = Event.Observed.ERROR;
+        } catch (Error e) {
+            // an assertion, a stack overflow: the claim is ended as for an
+            // exception (or its transaction stays open, its key locked, for
+            // good), answered 500, and the Error goes on to the server
+            fatal = e;
+            failure = new Problem(500, "Internal error", "The request was not processed.");
+            ran = Event.Observed.ERROR;
         } finally {
             claimed.settled = true;
             if (beat != null)
                 beat.stop();
         }
+        try {
+            settle(ex, r, claim, claimed, ran, failure, clientGone);
+        } catch (IOException e) {
+            if (fatal == null)
+                throw e;
+        }
+        if (fatal != null)
+            throw fatal;
+    }
+
+    /** After the handler: the key completed with its answer, or the claim undone; the answer sent. */
+    private void settle(Exchange<R> ex, Request r, Idempotency.Claim claim, Claimed claimed, Event.Observed ran,
+                        Problem failure, boolean clientGone) throws IOException {
         boolean handlerAnswered = ex.answered();
         if (failure == null && !clientGone && !handlerAnswered && claimed.response != null) {
             String text;

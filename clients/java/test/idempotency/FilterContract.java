@@ -90,7 +90,7 @@ abstract class FilterContract {
     /**
      * What the handler does with the claim and the body it read from the
      * request (as handlers do): a body with "crash" throws an
-     * IllegalStateException on its first run; "fail" records a recovery point
+     * IllegalStateException on its first run, "error" an AssertionError; "fail" records a recovery point
      * and throws a Problem, unless an earlier attempt left a recovery point;
      * else 201 with the time, the scope, the recovery point and the body read.
      * A body with "self" the handler answers by itself, before this: 202
@@ -118,6 +118,8 @@ abstract class FilterContract {
             return run;
         if (read.contains("\"crash\"") && run == 1)
             throw new IllegalStateException("the handler crashed (a test)");
+        if (read.contains("\"error\"") && run == 1)
+            throw new AssertionError("the handler failed with an Error (a test)");
         if (read.contains("\"fail\"") && claim.recoveryPoint() == null) {
             claim.checkpoint("before-failure:" + claim.outcome());
             throw failure();
@@ -305,6 +307,23 @@ abstract class FilterContract {
         assertEquals(2, runsOf(key));
         assertEquals(List.of(Event.Observed.NEW, Event.Observed.NEW), observed(key));
         assertEquals(502, events.get(key).get(1).status());
+    }
+
+    /**
+     * A handler that fails with an Error (an assertion, a stack overflow):
+     * its claim is ended all the same, answered 500, and a retry runs again
+     * (the claim's transaction stayed open before, the key locked for good,
+     * the retry waiting for it).
+     */
+    @Test
+    void aHandlerFailingWithAnErrorLeavesTheKeyFree() throws Exception {
+        String key = key();
+        HttpResponse<String> failed = send(post("/default", key, "{\"error\": 1}").timeout(Duration.ofSeconds(30)));
+        assertProblem(failed, 500);
+        HttpResponse<String> retry = send(post("/default", key, "{\"error\": 1}").timeout(Duration.ofSeconds(30)));
+        assertEquals(201, retry.statusCode(), retry.body());
+        assertEquals(2, runsOf(key));
+        assertEquals(List.of(Event.Observed.ERROR, Event.Observed.NEW), observed(key));
     }
 
     @Test
