@@ -34,6 +34,12 @@ var (
 	ErrReadOnly = errors.New("idempotency: database is read-only (25006)")
 )
 
+// ErrSettled: a Claimed used after its handler returned (kept, or handed to
+// a goroutine of its own): the middleware has completed or failed the key
+// and ended its transaction, so Claimed.Tx and Claimed.Checkpoint refuse.
+// Not a database error; a bug of the handler.  HTTP 500.
+var ErrSettled = errors.New("idempotency: the claim was settled: its handler has returned")
+
 // Error is a database error of a key function: its SQLSTATE, what it means
 // here (Kind, one of the Err* variables, nil for other errors) and the
 // driver's error.

@@ -31,6 +31,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"mime"
@@ -227,6 +228,9 @@ type Claimed struct {
 	tx            *sql.Tx
 	recoveryPoint string
 	result        *result
+	// settled: the handler has returned; the claim's transaction is the
+	// middleware's (it completes or fails the key, commits or rolls back).
+	settled bool
 }
 
 type result struct {
@@ -267,12 +271,35 @@ func (c *Claimed) RecoveryPoint() string {
 
 // Tx is the transaction the handler works in: the claim's own, or (committed
 // claim) one begun at the first call, in which the key is then completed.
+// Do not commit it, nor use it once the handler has returned: the middleware
+// ends it then, and Tx returns ErrSettled.
 func (c *Claimed) Tx() (*sql.Tx, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.openLocked(); err != nil {
+		return nil, err
+	}
 	return c.txLocked()
 }
 
+// openLocked is ErrSettled once the handler has returned (c.mu held).
+func (c *Claimed) openLocked() error {
+	if c.settled {
+		return fmt.Errorf("%w (key %q)", ErrSettled, c.key)
+	}
+	return nil
+}
+
+// settle gives the claim to the middleware: the handler has returned, and
+// whatever kept the claim can no longer begin, write to or answer it.
+func (c *Claimed) settle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.settled = true
+}
+
+// txLocked is the claim's transaction, begun if need be (c.mu held); the
+// middleware's own way to it, settled or not.
 func (c *Claimed) txLocked() (*sql.Tx, error) {
 	if c.tx == nil {
 		tx, err := c.cfg.db.BeginTx(c.ctx, nil)
@@ -287,8 +314,14 @@ func (c *Claimed) txLocked() (*sql.Tx, error) {
 // Checkpoint records a recovery point.  A committed claim's is committed at
 // once, fenced by its token: ErrStaleToken if another attempt took the key
 // over.  In default mode it is written in the claim's transaction.
+// ErrSettled once the handler has returned.
 func (c *Claimed) Checkpoint(point string) error {
-	var err error
+	c.mu.Lock()
+	err := c.openLocked()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if c.committed {
 		err = Checkpoint(c.ctx, c.cfg.db, c.key, point, c.scope, c.token)
 	} else {
@@ -307,10 +340,15 @@ func (c *Claimed) Checkpoint(point string) error {
 
 // Respond records the handler's successful answer, a JSON document: the
 // middleware completes the key with it, commits, and sends it as PostgreSQL
-// stored it.  The handler writes nothing itself then.
+// stored it.  The handler writes nothing itself then.  Once the handler has
+// returned it is too late: the answer is logged as ignored.
 func (c *Claimed) Respond(code int, json []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.settled {
+		c.cfg.logf("idempotency: Claimed.Respond(%d) of %q after its handler returned: ignored", code, c.key)
+		return
+	}
 	c.result = &result{code, json}
 }
 
@@ -497,6 +535,7 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 	func() {
 		defer func() {
 			rp.handlerTm = time.Since(t1)
+			c.settle() // what kept the claim is refused from now on
 			if stop != nil {
 				stop()
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -426,6 +428,62 @@ func TestMiddlewareAwaitResult(t *testing.T) {
 	a, b := <-first, <-second
 	if a.r.StatusCode != 201 || b.r.StatusCode != 201 || b.r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(a.b, b.b) {
 		t.Fatalf("first %d %s, the waiting retry %d %s", a.r.StatusCode, a.b, b.r.StatusCode, b.b)
+	}
+}
+
+// A claim kept past its handler (handed to a goroutine of its own, say) is
+// refused once the middleware has settled it: Tx would begin a transaction
+// nobody ends (a leaked connection, work that vanishes), Checkpoint would
+// write after the key was completed, Respond would record an answer nobody
+// reads.
+func TestMiddlewareKeptClaimIsSettled(t *testing.T) {
+	db := testDB(t)
+	var logMu sync.Mutex
+	var logged []string
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+	}
+	var kept *Claimed
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kept = FromContext(r.Context())
+		pay(w, r)
+	})
+	srv := httptest.NewServer(New(db, Logf(logf)).Handler(h))
+	defer srv.Close()
+	key, order := newKey(t), newKey(t)
+	body := `{"order":"` + order + `","amount":4}`
+	r1, b1 := post(t, srv.URL, key, body)
+	if r1.StatusCode != 201 || kept == nil {
+		t.Fatalf("first: %d %s (claim kept: %v)", r1.StatusCode, b1, kept != nil)
+	}
+	if tx, err := kept.Tx(); !errors.Is(err, ErrSettled) {
+		if tx != nil {
+			_ = tx.Rollback()
+		}
+		t.Errorf("Tx of a settled claim: %v, want ErrSettled", err)
+	}
+	if err := kept.Checkpoint("late"); !errors.Is(err, ErrSettled) {
+		t.Errorf("Checkpoint of a settled claim: %v, want ErrSettled", err)
+	}
+	kept.Respond(200, []byte(`{"late":true}`))
+	logMu.Lock()
+	if len(logged) != 1 || !strings.Contains(logged[0], "Respond(200)") || !strings.Contains(logged[0], key) {
+		t.Errorf("Respond of a settled claim logged %q", logged)
+	}
+	logMu.Unlock()
+	// the key is as the middleware completed it: the first answer, no recovery point
+	r2, b2 := post(t, srv.URL, key, body)
+	if r2.StatusCode != 201 || r2.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(b1, b2) {
+		t.Fatalf("replay: %d %s, first %s", r2.StatusCode, b2, b1)
+	}
+	var point sql.NullString
+	if err := db.QueryRow("SELECT recovery_point FROM idempotency_keys WHERE key = $1", key).Scan(&point); err != nil {
+		t.Fatal(err)
+	}
+	if point.Valid {
+		t.Fatalf("recovery point %q written after the key was completed", point.String)
 	}
 }
 

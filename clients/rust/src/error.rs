@@ -36,7 +36,9 @@ pub enum Error {
     Database(tokio_postgres::Error),
     /// No connection could be had from the pool.  HTTP 500.
     Pool(String),
-    /// The database answered something this crate does not understand.  HTTP 500.
+    /// The database answered something this crate does not understand, or a
+    /// [`Claimed`](crate::Claimed) was used where it cannot be (its
+    /// transaction in use, its handler returned).  HTTP 500.
     Unexpected(String),
 }
 

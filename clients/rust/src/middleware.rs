@@ -407,6 +407,39 @@ struct Shared {
     tx: Mutex<TxConn>,
     result: StdMutex<Option<(StatusCode, String)>>,
     lost: AtomicBool,
+    /// Set by the middleware once the handler has returned (or panicked):
+    /// the claim's transaction is the middleware's, and a [`Claimed`] kept
+    /// past its handler is refused.
+    settled: AtomicBool,
+}
+
+impl Shared {
+    /// The refusal of a claim used once its handler has returned.
+    fn check_open(&self) -> Result<(), Error> {
+        if self.settled.load(Ordering::SeqCst) {
+            return Err(Error::Unexpected(format!(
+                "the claim of {:?} was settled: its handler has returned",
+                self.key
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Settles the claim when the request's task ends, however it ends (a
+/// panic too), and ends what is left of its transaction: an open one is
+/// closed with its connection (rolled back), a finished one's connection
+/// goes back to the pool, rather than living on in a [`Claimed`] the
+/// handler kept.
+struct Settle(Arc<Shared>);
+
+impl Drop for Settle {
+    fn drop(&mut self) {
+        self.0.settled.store(true, Ordering::SeqCst);
+        if let Ok(mut tx) = self.0.tx.try_lock() {
+            drop(std::mem::take(&mut *tx));
+        }
+    }
 }
 
 /// The claim a handler behind [`IdempotencyLayer`] holds: an extractor.
@@ -467,8 +500,10 @@ impl Claimed {
     /// Records progress, fenced by the token: [`Error::StaleToken`] if
     /// another attempt took the key over.  A committed claim's checkpoint
     /// commits at once; otherwise it is part of the transaction.
+    /// [`Error::Unexpected`] once the handler has returned.
     pub async fn checkpoint(&self, point: &str) -> Result<(), Error> {
         let s = &self.shared;
+        s.check_open()?;
         if s.committed {
             let conn = s.cfg.pool.get().await?;
             client::checkpoint(&*conn, &s.key, Some(point), &s.scope, s.token).await?;
@@ -484,12 +519,18 @@ impl Claimed {
     /// claim) one begun now, in which the key is then completed.  One guard
     /// at a time: while one is alive, `tx()` and a default-mode
     /// [`Claimed::checkpoint`] fail (rather than wait for themselves).
+    /// Not past the handler: once it has returned, the middleware ends the
+    /// transaction and gives its connection back, and this fails
+    /// ([`Error::Unexpected`]).
     pub async fn tx(&self) -> Result<TxGuard<'_>, Error> {
+        self.shared.check_open()?;
         let mut g = self
             .shared
             .tx
             .try_lock()
             .map_err(|_| Error::Unexpected("the claim's transaction is in use: drop its TxGuard first".into()))?;
+        // settled while this waited for the lock: the middleware's now
+        self.shared.check_open()?;
         if g.conn.is_none() {
             *g = TxConn::begin(&self.shared.cfg.pool).await?;
         }
@@ -498,9 +539,19 @@ impl Claimed {
 
     /// The handler's successful answer, a JSON document: the middleware
     /// completes the key with it, commits, and sends it as PostgreSQL stored
-    /// it.  Return what this returns from the handler.
+    /// it.  Return what this returns from the handler.  Once the handler
+    /// has returned it is too late: the answer is ignored, and an error
+    /// logged.
     pub fn respond(&self, status: StatusCode, json: impl Into<String>) -> Response {
-        *self.shared.result.lock().unwrap() = Some((status, json.into()));
+        let mut result = self.shared.result.lock().unwrap();
+        if self.shared.settled.load(Ordering::SeqCst) {
+            log::error!(
+                "Claimed::respond of {:?} after its handler returned: ignored",
+                self.shared.key
+            );
+        } else {
+            *result = Some((status, json.into()));
+        }
         // a placeholder: the middleware sends the stored answer instead
         StatusCode::NO_CONTENT.into_response()
     }
@@ -784,7 +835,10 @@ where
         tx: Mutex::new(tx),
         result: StdMutex::new(None),
         lost: AtomicBool::new(false),
+        settled: AtomicBool::new(false),
     });
+    // settled when this ends, a panic of the handler's too
+    let _settle = Settle(shared.clone());
     parts.extensions.insert(Claimed { shared: shared.clone() });
     // stopped when the handler is done, and when it panics
     let beat = committed.then(|| AbortOnDrop(tokio::spawn(heartbeats(shared.clone()))));
@@ -793,7 +847,13 @@ where
         Err(never) => match never {},
     };
     drop(beat);
-    let result = shared.result.lock().unwrap().take();
+    // The handler has returned: the claim is the middleware's, which uses
+    // the transaction itself (a Claimed kept past the handler is refused).
+    let result = {
+        let mut result = shared.result.lock().unwrap();
+        shared.settled.store(true, Ordering::SeqCst);
+        result.take()
+    };
     let mut tx = shared.tx.lock().await;
     let Some((status, json)) = result else {
         // The handler failed and answered itself.

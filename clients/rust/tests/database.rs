@@ -301,13 +301,27 @@ async fn await_result_waits_for_the_request_in_flight() {
 
 type Seen = Arc<Mutex<Vec<(Observed, u16)>>>;
 
+/// The claims handlers kept ("keep": true), as one that hands its claim to
+/// work of its own might.
+static KEPT: Mutex<Vec<Claimed>> = Mutex::new(Vec::new());
+
+/// The claim a handler kept for key `k`.
+fn kept(k: &str) -> Claimed {
+    let kept = KEPT.lock().unwrap();
+    kept.iter().find(|c| c.key() == k).expect("a kept claim").clone()
+}
+
 /// Echoes the body's "n" through PostgreSQL in the claim's transaction;
 /// "fail": true answers 502 instead (the work failed); "hold": true waits
-/// for the test's Notify first.
+/// for the test's Notify first; "keep": true keeps a clone of the claim
+/// ([`kept`]).
 async fn echo(Extension(gate): Extension<Arc<Notify>>, claim: Claimed) -> Response {
     let v: serde_json::Value = serde_json::from_slice(claim.body()).unwrap();
     if v["hold"] == true {
         gate.notified().await;
+    }
+    if v["keep"] == true {
+        KEPT.lock().unwrap().push(claim.clone());
     }
     if v["panic"] == true {
         panic!("the handler panicked (on purpose)");
@@ -579,4 +593,60 @@ async fn middleware_panic_stops_the_heartbeats() {
         .await
         .unwrap();
     assert_eq!(c.outcome, Outcome::Reclaimed);
+}
+
+/// The refusals of a claim kept past its handler: the settled claim's.
+fn settled(e: &Error) -> bool {
+    matches!(e, Error::Unexpected(m) if m.contains("settled"))
+}
+
+#[tokio::test]
+async fn middleware_a_claim_kept_past_its_handler_is_refused() {
+    let Some(pool) = pool() else { return };
+    let app = app(pool.clone(), Arc::new(Notify::new()), Seen::default(), |l| l);
+    for path in ["/pay", "/card"] {
+        let k = key("keep");
+        let body = r#"{"n": 5, "keep": true}"#;
+        let first = send(&app, path, &k, &[], body, None).await;
+        assert_eq!(first.status, 201, "{path}: {}", first.text);
+        let claim = kept(&k);
+        // the transaction was committed: no connection outside it, no late write
+        match claim.tx().await {
+            Ok(_) => panic!("{path}: tx() of a settled claim"),
+            Err(e) => assert!(settled(&e), "{path}: {e}"),
+        }
+        let e = claim.checkpoint("late").await.unwrap_err();
+        assert!(settled(&e), "{path}: {e}");
+        // ignored (logged): nobody reads it
+        let _ = claim.respond(StatusCode::ACCEPTED, r#"{"late": true}"#);
+        let replay = send(&app, path, &k, &[], body, None).await;
+        assert_eq!(
+            (replay.status, replay.replayed, replay.text),
+            (201, true, first.text),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn middleware_a_claim_kept_by_a_handler_that_panicked_is_refused() {
+    let Some(pool) = pool() else { return };
+    let app = app(pool.clone(), Arc::new(Notify::new()), Seen::default(), |l| l);
+    let k = key("keep-panic");
+    let r = send(&app, "/pay", &k, &[], r#"{"keep": true, "panic": true}"#, None).await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    let claim = kept(&k);
+    match claim.tx().await {
+        Ok(_) => panic!("tx() of the claim of a handler that panicked"),
+        Err(e) => assert!(settled(&e), "{e}"),
+    }
+    // its transaction was ended, not kept open by the claim: the key is free
+    // again (a retry waits for that transaction otherwise, for good)
+    let retry = tokio::time::timeout(
+        Duration::from_secs(20),
+        send(&app, "/pay", &k, &[], r#"{"n": 6}"#, None),
+    )
+    .await
+    .expect("the retry waited for the kept claim's transaction");
+    assert_eq!((retry.status, retry.replayed), (201, false), "{}", retry.text);
 }
