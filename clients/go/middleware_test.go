@@ -445,9 +445,10 @@ func TestMiddlewareKeptClaimIsSettled(t *testing.T) {
 		defer logMu.Unlock()
 		logged = append(logged, fmt.Sprintf(format, args...))
 	}
-	var kept *Claimed
+	// written by the server's goroutine, read by the test's
+	var keptClaim atomic.Pointer[Claimed]
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		kept = FromContext(r.Context())
+		keptClaim.Store(FromContext(r.Context()))
 		pay(w, r)
 	})
 	srv := httptest.NewServer(New(db, Logf(logf)).Handler(h))
@@ -455,6 +456,7 @@ func TestMiddlewareKeptClaimIsSettled(t *testing.T) {
 	key, order := newKey(t), newKey(t)
 	body := `{"order":"` + order + `","amount":4}`
 	r1, b1 := post(t, srv.URL, key, body)
+	kept := keptClaim.Load()
 	if r1.StatusCode != 201 || kept == nil {
 		t.Fatalf("first: %d %s (claim kept: %v)", r1.StatusCode, b1, kept != nil)
 	}

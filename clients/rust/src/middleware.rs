@@ -430,14 +430,34 @@ impl Shared {
 /// panic too), and ends what is left of its transaction: an open one is
 /// closed with its connection (rolled back), a finished one's connection
 /// goes back to the pool, rather than living on in a [`Claimed`] the
-/// handler kept.
+/// handler kept.  Declared before the middleware's own guard of the
+/// transaction, so dropped after it: the lock is free then, unless a task
+/// of the handler's holds it.
 struct Settle(Arc<Shared>);
 
 impl Drop for Settle {
     fn drop(&mut self) {
         self.0.settled.store(true, Ordering::SeqCst);
-        if let Ok(mut tx) = self.0.tx.try_lock() {
-            drop(std::mem::take(&mut *tx));
+        match self.0.tx.try_lock() {
+            Ok(mut tx) => drop(std::mem::take(&mut *tx)),
+            // A TxGuard of the handler's is alive: a task of its own held it
+            // when the handler panicked.  Ended once that guard is dropped,
+            // not when the last clone of the claim is (which could keep the
+            // key locked for good); Drop cannot wait, a task does.
+            Err(_) => match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    let shared = self.0.clone();
+                    runtime.spawn(async move {
+                        let mut tx = shared.tx.lock().await;
+                        drop(std::mem::take(&mut *tx));
+                    });
+                }
+                Err(_) => log::warn!(
+                    "the claim of {:?} was settled outside a Tokio runtime while its transaction \
+                     was in use: ended when the last Claimed is dropped",
+                    self.0.key
+                ),
+            },
         }
     }
 }
@@ -529,7 +549,8 @@ impl Claimed {
             .tx
             .try_lock()
             .map_err(|_| Error::Unexpected("the claim's transaction is in use: drop its TxGuard first".into()))?;
-        // settled while this waited for the lock: the middleware's now
+        // settled between the check above and the try_lock (which does not
+        // wait): the middleware's now
         self.shared.check_open()?;
         if g.conn.is_none() {
             *g = TxConn::begin(&self.shared.cfg.pool).await?;

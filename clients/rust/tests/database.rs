@@ -314,7 +314,8 @@ fn kept(k: &str) -> Claimed {
 /// Echoes the body's "n" through PostgreSQL in the claim's transaction;
 /// "fail": true answers 502 instead (the work failed); "hold": true waits
 /// for the test's Notify first; "keep": true keeps a clone of the claim
-/// ([`kept`]).
+/// ([`kept`]); "task_holds_tx": true hands a clone to a task that takes
+/// `tx()` and holds its guard until the test's Notify.
 async fn echo(Extension(gate): Extension<Arc<Notify>>, claim: Claimed) -> Response {
     let v: serde_json::Value = serde_json::from_slice(claim.body()).unwrap();
     if v["hold"] == true {
@@ -322,6 +323,18 @@ async fn echo(Extension(gate): Extension<Arc<Notify>>, claim: Claimed) -> Respon
     }
     if v["keep"] == true {
         KEPT.lock().unwrap().push(claim.clone());
+    }
+    if v["task_holds_tx"] == true {
+        let (took, taken) = tokio::sync::oneshot::channel();
+        let (task, gate) = (claim.clone(), gate.clone());
+        tokio::spawn(async move {
+            let tx = task.tx().await.unwrap();
+            took.send(()).unwrap();
+            gate.notified().await;
+            drop(tx);
+        });
+        // the handler goes on (to its panic) once the task holds the guard
+        taken.await.unwrap();
     }
     if v["panic"] == true {
         panic!("the handler panicked (on purpose)");
@@ -635,18 +648,36 @@ async fn middleware_a_claim_kept_by_a_handler_that_panicked_is_refused() {
     let k = key("keep-panic");
     let r = send(&app, "/pay", &k, &[], r#"{"keep": true, "panic": true}"#, None).await;
     assert_eq!(r.status, 500, "{}", r.text);
-    let claim = kept(&k);
-    match claim.tx().await {
+    settled_and_free(&app, &k).await;
+}
+
+/// The kept claim of a handler that panicked is refused, and its
+/// transaction was ended: the key is free again (a retry waits for that
+/// transaction otherwise, as long as the claim lives).
+async fn settled_and_free(app: &Router, k: &str) {
+    match kept(k).tx().await {
         Ok(_) => panic!("tx() of the claim of a handler that panicked"),
         Err(e) => assert!(settled(&e), "{e}"),
     }
-    // its transaction was ended, not kept open by the claim: the key is free
-    // again (a retry waits for that transaction otherwise, for good)
     let retry = tokio::time::timeout(
         Duration::from_secs(20),
-        send(&app, "/pay", &k, &[], r#"{"n": 6}"#, None),
+        send(app, "/pay", k, &[], r#"{"n": 6}"#, None),
     )
     .await
     .expect("the retry waited for the kept claim's transaction");
     assert_eq!((retry.status, retry.replayed), (201, false), "{}", retry.text);
+}
+
+#[tokio::test]
+async fn middleware_a_guard_a_task_held_when_its_handler_panicked_ends_the_transaction() {
+    let Some(pool) = pool() else { return };
+    let gate = Arc::new(Notify::new());
+    let app = app(pool.clone(), gate.clone(), Seen::default(), |l| l);
+    let k = key("task-guard-panic");
+    let body = r#"{"keep": true, "task_holds_tx": true, "panic": true}"#;
+    let r = send(&app, "/pay", &k, &[], body, None).await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    // the task drops its TxGuard; the claim itself lives on (kept)
+    gate.notify_one();
+    settled_and_free(&app, &k).await;
 }

@@ -1,6 +1,9 @@
 package idempotency;
 
 import com.sun.net.httpserver.HttpExchange;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
 
@@ -30,7 +33,9 @@ public final class Claimed {
     Integer status;
     String response;
     /** Set by the filter once the handler has returned: the claim's transaction is the filter's. */
-    volatile boolean settled;
+    private volatile boolean settled;
+    /** The transaction as the handler sees it: refused once settled. */
+    private Connection handed;
 
     Claimed(String key, String scope, String body, Idempotency.Claim claim, boolean committed,
             ConnectionSource connections, Connection tx, Heartbeats.Handle heartbeat) {
@@ -101,11 +106,15 @@ public final class Claimed {
      * mode), or for a committed claim one begun at the first call (the key is
      * then completed with its token, fenced).  Do not commit it, nor use it
      * once the handler has returned: the filter ends it and gives the
-     * connection back (IllegalStateException then).
+     * connection back to the pool, so this throws IllegalStateException then,
+     * and the connection it gave before, its statements and result sets
+     * throw SQLException (55000) at any use but close(), which does nothing.
      */
-    public Connection transaction() throws SQLException {
+    public synchronized Connection transaction() throws SQLException {
         checkOpen();
-        return ownTransaction();
+        if (handed == null)
+            handed = guard(Connection.class, ownTransaction());
+        return handed;
     }
 
     /** IllegalStateException once the handler has returned. */
@@ -114,8 +123,16 @@ public final class Claimed {
             throw new IllegalStateException("the claim of " + key + " was settled: its handler has returned");
     }
 
+    /**
+     * The filter's: the handler has returned.  From now on the handler's
+     * transaction() and what it gave are refused, and tx no longer changes.
+     */
+    synchronized void settle() {
+        settled = true;
+    }
+
     /** The filter's own use of the transaction, after the handler. */
-    Connection ownTransaction() throws SQLException {
+    synchronized Connection ownTransaction() throws SQLException {
         if (tx == null) {
             Connection c = connections.borrow();
             try {
@@ -127,6 +144,54 @@ public final class Claimed {
             tx = c;
         }
         return tx;
+    }
+
+    /**
+     * target as the handler sees it (a java.sql interface): once the claim is
+     * settled, close() does nothing, isClosed() is true and any other call
+     * throws SQLException, so a connection kept past the handler can never
+     * reach the pool's connection (maybe another request's transaction);
+     * the statements and result sets it makes are guarded the same way.
+     */
+    private <T> T guard(Class<T> type, T target) {
+        return type.cast(Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type},
+                                                (proxy, m, args) -> call(target, m, args)));
+    }
+
+    private Object call(Object target, Method m, Object[] args) throws Throwable {
+        if (m.getDeclaringClass() == Object.class) {
+            return switch (m.getName()) {
+                case "equals" -> args[0] == target; // a proxy equals itself only
+                case "hashCode" -> System.identityHashCode(target);
+                default -> "guarded " + target;
+            };
+        }
+        if (settled) {
+            switch (m.getName()) {
+                case "close":
+                    return null;
+                case "isClosed":
+                    return true;
+                default:
+                    throw new SQLException("the claim of " + key + " was settled: its handler has returned and its "
+                                           + "connection is the pool's", "55000");
+            }
+        }
+        Object r;
+        try {
+            r = m.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+        Class<?> t = m.getReturnType();
+        if (r != null && t.isInterface() && t.getPackageName().equals("java.sql") && t.isInstance(r))
+            return guardAny(t, r);
+        return r;
+    }
+
+    @SuppressWarnings("unchecked")
+    private <T> Object guardAny(Class<T> type, Object target) {
+        return guard(type, (T) target);
     }
 
     /**

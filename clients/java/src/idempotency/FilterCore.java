@@ -27,6 +27,9 @@ import java.util.regex.Pattern;
  * API on the class path.
  */
 final class FilterCore<R> {
+    /** The answer to a handler that failed with an Error, made beforehand (never thrown, never changed). */
+    private static final Problem HANDLER_ERROR = new Problem(500, "Internal error", "The request was not processed.");
+
     private static final Pattern JSON_TYPE = Pattern.compile("(?i)^application/json\\s*(;.*)?$");
 
     /** One request as the core needs it, from the server's exchange. */
@@ -240,25 +243,28 @@ final class FilterCore<R> {
             failure = new Problem(500, "Internal error", "The request was not processed.");
             ran = Event.Observed.ERROR;
         } catch (Error e) {
-            // an assertion, a stack overflow: the claim is ended as for an
-            // exception (or its transaction stays open, its key locked, for
-            // good), answered 500, and the Error goes on to the server
+            // an assertion, a stack overflow, out of memory: the claim is
+            // ended as for an exception (or its transaction stays open, its
+            // key locked, for good), answered 500 (a Problem made beforehand:
+            // nothing is allocated here), and the Error goes on to the server
             fatal = e;
-            failure = new Problem(500, "Internal error", "The request was not processed.");
+            failure = HANDLER_ERROR;
             ran = Event.Observed.ERROR;
         } finally {
-            claimed.settled = true;
+            claimed.settle();
             if (beat != null)
                 beat.stop();
         }
+        if (fatal == null) {
+            settle(ex, r, claim, claimed, ran, failure, clientGone);
+            return;
+        }
         try {
             settle(ex, r, claim, claimed, ran, failure, clientGone);
-        } catch (IOException e) {
-            if (fatal == null)
-                throw e;
+        } catch (IOException | RuntimeException e) {
+            fatal.addSuppressed(e);
         }
-        if (fatal != null)
-            throw fatal;
+        throw fatal;
     }
 
     /** After the handler: the key completed with its answer, or the claim undone; the answer sent. */

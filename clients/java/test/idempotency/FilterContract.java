@@ -96,8 +96,9 @@ abstract class FilterContract {
      * A body with "self" the handler answers by itself, before this: 202
      * {"self": run}.
      *
-     * With "keep" the handler keeps the claim (kept), as one that
-     * hands it to work of its own might.
+     * With "keep" the handler keeps the claim (kept), its transaction
+     * (keptConnections) and a statement of it (keptStatements), as one that
+     * hands them to work of its own might.
      *
      * @return the run of this key (1 the first)
      */
@@ -112,8 +113,11 @@ abstract class FilterContract {
                 Thread.currentThread().interrupt();
             }
         }
-        if (read.contains("\"keep\""))
+        if (read.contains("\"keep\"")) {
             kept.put(claim.key(), claim);
+            keptConnections.put(claim.key(), claim.transaction());
+            keptStatements.put(claim.key(), claim.transaction().prepareStatement("SELECT 1"));
+        }
         if (read.contains("\"self\""))
             return run;
         if (read.contains("\"crash\"") && run == 1)
@@ -184,8 +188,10 @@ abstract class FilterContract {
         assertTrue(r.body().contains("\"status\":" + status), r.body());
     }
 
-    /** The claims handlers kept ("keep"), by key. */
+    /** The claims handlers kept ("keep"), by key, and a statement of each one's transaction. */
     static final Map<String, Claimed> kept = new ConcurrentHashMap<>();
+    static final Map<String, PreparedStatement> keptStatements = new ConcurrentHashMap<>();
+    static final Map<String, Connection> keptConnections = new ConcurrentHashMap<>();
 
     /**
      * A claim kept past its handler is refused: its transaction ended and
@@ -199,6 +205,21 @@ abstract class FilterContract {
         assertThrows(IllegalStateException.class, claim::transaction);
         assertThrows(IllegalStateException.class, () -> claim.checkpoint("late"));
         assertThrows(IllegalStateException.class, () -> claim.respond(201, "{}"));
+        // what it gave before: its connection went back to the pool, maybe to another request
+        PreparedStatement ps = keptStatements.get(key);
+        assertThrows(SQLException.class, ps::executeQuery);
+        assertThrows(SQLException.class, ps::getConnection);
+        Connection c = keptConnections.get(key);
+        assertThrows(SQLException.class, () -> c.prepareStatement("SELECT 1"));
+        assertThrows(SQLException.class, c::commit);
+        c.close(); // does nothing: the connection is the pool's
+        assertTrue(c.isClosed());
+        Connection mine = pool().borrow(); // the pool's connections work
+        try {
+            assertTrue(mine.isValid(5));
+        } finally {
+            pool().release(mine);
+        }
     }
 
     @Test

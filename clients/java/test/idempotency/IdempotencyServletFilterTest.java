@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -50,8 +51,11 @@ class IdempotencyServletFilterTest extends FilterContract {
     private static Path base;
     private static ConnectionPool pool;
     private static final List<IdempotencyServletFilter> filters = new CopyOnWriteArrayList<>();
-    /** By Idempotency-Key: what a filter in front of /default found in the claim's attribute after it. */
-    private static final Map<String, String> after = new ConcurrentHashMap<>();
+    /**
+     * By Idempotency-Key: what a filter in front of /default found in the
+     * claim's attribute after it (the answer is sent before, so the test waits).
+     */
+    private static final Map<String, CompletableFuture<String>> after = new ConcurrentHashMap<>();
 
     @BeforeAll
     static void start() throws IOException, LifecycleException, SQLException {
@@ -87,8 +91,8 @@ class IdempotencyServletFilterTest extends FilterContract {
             Filter front = (request, response, chain) -> {
                 chain.doFilter(request, response);
                 if (request instanceof HttpServletRequest http && http.getHeader("Idempotency-Key") != null)
-                    after.put(http.getHeader("Idempotency-Key"),
-                              String.valueOf(request.getAttribute(IdempotencyServletFilter.CLAIM)));
+                    after.computeIfAbsent(http.getHeader("Idempotency-Key"), k -> new CompletableFuture<>())
+                        .complete(String.valueOf(request.getAttribute(IdempotencyServletFilter.CLAIM)));
             };
             sc.addFilter("front", front).addMappingForUrlPatterns(null, false, "/default");
             for (String path : mounts)
@@ -172,7 +176,7 @@ class IdempotencyServletFilterTest extends FilterContract {
     void theClaimIsNotLeftOnTheRequest() throws Exception {
         String key = key();
         assertEquals(201, send(post("/default", key, "{\"amount\": 10}")).statusCode());
-        assertEquals("null", after.get(key));
+        assertEquals("null", after.computeIfAbsent(key, k -> new CompletableFuture<>()).get(30, TimeUnit.SECONDS));
     }
 
     /**
