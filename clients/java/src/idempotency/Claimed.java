@@ -155,14 +155,14 @@ public final class Claimed {
      */
     private <T> T guard(Class<T> type, T target) {
         return type.cast(Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type},
-                                                (proxy, m, args) -> call(target, m, args)));
+                                                (proxy, m, args) -> call(proxy, target, m, args)));
     }
 
-    private Object call(Object target, Method m, Object[] args) throws Throwable {
+    private Object call(Object proxy, Object target, Method m, Object[] args) throws Throwable {
         if (m.getDeclaringClass() == Object.class) {
             return switch (m.getName()) {
-                case "equals" -> args[0] == target; // a proxy equals itself only
-                case "hashCode" -> System.identityHashCode(target);
+                case "equals" -> args[0] == proxy; // a proxy equals itself only
+                case "hashCode" -> System.identityHashCode(proxy);
                 default -> "guarded " + target;
             };
         }

@@ -212,6 +212,7 @@ abstract class FilterContract {
         Connection c = keptConnections.get(key);
         assertThrows(SQLException.class, () -> c.prepareStatement("SELECT 1"));
         assertThrows(SQLException.class, c::commit);
+        assertEquals(c, c);
         c.close(); // does nothing: the connection is the pool's
         assertTrue(c.isClosed());
         Connection mine = pool().borrow(); // the pool's connections work
