@@ -3,23 +3,33 @@
  * idempotency_keys, as the C build's (src/input.c): false for a response
  * whose text form would be longer than 256 MB (pg_dump writes each row in
  * one piece of at most 1 GB), a recovery point longer than 1 MB, a request
- * hash that is not 32 bytes.  A response of at most 8192 bytes as given is
- * short enough surely.  Above, its numbers' printed lengths are counted
- * without printing them (a number of 10 bytes can print 131,072 digits):
+ * hash that is not 32 bytes.  A response of at most 8192 bytes as given,
+ * not compressed, is short enough surely (a compressed one, as a value
+ * read from a table can be, is counted: its size says little of its
+ * text's; the C build reads its size uncompressed).  Above, its numbers'
+ * printed lengths are counted without printing them (a number of 10 bytes
+ * can print 131,072 digits):
  * only when they fit is the text's length taken, which then costs at most
  * a few times the response's size.
+ *
+ * No SET clause, unlike the edition's other functions but as the C build's
+ * (the CHECK calls it twice a request; a call with a SET clause costs more
+ * than its work): it runs under the writer's search_path, and PL/pgSQL
+ * compiles it once a session under the first caller's, so every name and
+ * operator in it is written pg_catalog.'s (test/edition/sql/row_storable_path.sql
+ * compiles it first under a hostile path).
  */
 CREATE FUNCTION idem_row_storable(response jsonb, recovery_point text, request_hash bytea)
 RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path FROM CURRENT
 AS $idem_row_storable$
 BEGIN
     /* the common row in one expression: a hash of 32 bytes or none, a short recovery point, a short response */
     IF (request_hash IS NULL OR pg_catalog.octet_length(request_hash) OPERATOR(pg_catalog.=) 32)
        AND (recovery_point IS NULL
             OR pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.<=) 1048576)
-       AND (response IS NULL OR pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8192) THEN
+       AND (response IS NULL OR (pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8192
+                                 AND pg_catalog.pg_column_compression(response) IS NULL)) THEN
         RETURN true;
     END IF;
     DECLARE
@@ -38,13 +48,14 @@ BEGIN
            AND pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.>) 1048576 THEN
             RETURN false;
         END IF;
-        IF response IS NULL OR pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8192 THEN
+        IF response IS NULL OR (pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8192
+                                AND pg_catalog.pg_column_compression(response) IS NULL) THEN
             RETURN true;
         END IF;
         FOR n IN SELECT v::numeric FROM pg_catalog.jsonb_path_query(response, 'strict $.** ? (@.type() == "number")') v LOOP
             a := pg_catalog.abs(n);
             IF a OPERATOR(pg_catalog.<) 1e15 THEN
-                numbers := numbers OPERATOR(pg_catalog.+) pg_catalog.length(pg_catalog.trunc(a)::text);
+                numbers := numbers OPERATOR(pg_catalog.+) pg_catalog.length(pg_catalog.trunc(a)::pg_catalog.text);
             ELSE
                 /* digits before the point: the d with 10^(d-1) <= a < 10^d */
                 /* numeric has at most 131072 digits before the point: 1e131072 overflows */
@@ -52,7 +63,7 @@ BEGIN
                 hi := 131072;
                 WHILE lo OPERATOR(pg_catalog.<) hi LOOP
                     mid := (lo OPERATOR(pg_catalog.+) hi) OPERATOR(pg_catalog./) 2;
-                    IF a OPERATOR(pg_catalog.<) ('1e' OPERATOR(pg_catalog.||) mid::text)::numeric THEN
+                    IF a OPERATOR(pg_catalog.<) ('1e' OPERATOR(pg_catalog.||) mid::pg_catalog.text)::numeric THEN
                         hi := mid;
                     ELSE
                         lo := mid OPERATOR(pg_catalog.+) 1;
@@ -65,7 +76,7 @@ BEGIN
                 RETURN false;
             END IF;
         END LOOP;
-        RETURN pg_catalog.octet_length(response::text) OPERATOR(pg_catalog.<=) max_text;
+        RETURN pg_catalog.octet_length(response::pg_catalog.text) OPERATOR(pg_catalog.<=) max_text;
     END;
 END
 $idem_row_storable$;
