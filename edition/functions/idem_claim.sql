@@ -80,10 +80,11 @@ BEGIN
      * raises what it must, as before.  (The request's hash is '' for no
      * request there: the hash of a request is never empty.)  Two fences
      * (OFFSET 0): the checks are computed once, and the request reaches
-     * idem_request_hash only through them, so that a custom plan, where
+     * the hash only through them (o.req), so that a custom plan, where
      * the request is a constant, cannot hash it while planning, before
      * the checks (it is IMMUTABLE); the hash and the time are computed
-     * once, before the row is read.
+     * once, before the row is read.  The commonest request is hashed
+     * without the call (request_hash_fast).
      */
     IF lease IS NULL AND retention IS NULL AND max_attempts IS NULL AND await_result IS NULL
        AND wait IS NOT NULL
@@ -100,7 +101,9 @@ BEGIN
                AND (k.status OPERATOR(pg_catalog.=) 'completed'
                     OR (k.status OPERATOR(pg_catalog.=) 'failed' AND NOT k.retryable)) AS idem_replay
           INTO r
-          FROM (SELECT CASE WHEN o.ok THEN COALESCE(idem_request_hash(CASE WHEN o.ok THEN request END), ''::pg_catalog.bytea) END,
+          FROM (SELECT CASE WHEN o.ok THEN COALESCE(
+                           --@ request_hash_fast DOC=o.req
+                           , idem_request_hash(o.req), ''::pg_catalog.bytea) END,
                        pg_catalog.clock_timestamp()
                   FROM (SELECT v_key IS NOT NULL AND v_scope IS NOT NULL
                                AND pg_catalog.octet_length(v_key) OPERATOR(pg_catalog.>) 0
@@ -111,8 +114,9 @@ BEGIN
                                AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
                                                 WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
                                                                         'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
-                               AND NOT EXISTS (SELECT FROM idempotency_row_security)
-                        OFFSET 0) AS o(ok)
+                               AND NOT EXISTS (SELECT FROM idempotency_row_security),
+                               request
+                        OFFSET 0) AS o(ok, req)
                 OFFSET 0) AS c(hash, ts)
           LEFT JOIN idempotency_keys AS k
             ON c.hash IS NOT NULL AND k.scope OPERATOR(pg_catalog.=) v_scope AND k.key OPERATOR(pg_catalog.=) v_key;

@@ -155,7 +155,9 @@ BEGIN
         END IF;
         PERFORM idem__check_key(v_keys[i], v_scope);
         IF v_requests IS NOT NULL AND v_requests[i] IS NOT NULL THEN
-            hashes[i] := idem_request_hash(v_requests[i]);
+            hashes[i] := COALESCE(
+                --@ request_hash_fast DOC=v_requests[i]
+                , idem_request_hash(v_requests[i]));
         END IF;
     END LOOP;
     IF n OPERATOR(pg_catalog.=) 0 THEN

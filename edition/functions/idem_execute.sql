@@ -620,7 +620,9 @@ BEGIN
                                                             expires_at, request_hash, response_code, response, due_at)
                 VALUES (idem_execute.scope, idem_execute.key, 'completed', new_token, stamp, stamp,
                         stamp OPERATOR(pg_catalog.+) ret,
-                        CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END,
+                        COALESCE(
+                            --@ request_hash_fast DOC=request
+                            , _IDEM_SCHEMA_.idem_request_hash(request)),
                         success_code, resp, stamp OPERATOR(pg_catalog.+) ret);
                 PERFORM pg_catalog.set_config('search_path', caller_path, true);
                 short_done := true;
@@ -652,7 +654,9 @@ BEGIN
     IF COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.<>) '' THEN
         times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
     END IF;
-    req_hash := CASE WHEN request IS NULL THEN NULL ELSE _IDEM_SCHEMA_.idem_request_hash(request) END;
+    req_hash := COALESCE(
+        --@ request_hash_fast DOC=request
+        , _IDEM_SCHEMA_.idem_request_hash(request));
     IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
         PERFORM _IDEM_SCHEMA_.idem__check_row_security();
     END IF;

@@ -150,17 +150,27 @@ FROM (SELECT to_jsonb(round(0::numeric, 16383)) UNION ALL
       FROM generate_series(1, 3000) AS i,
            LATERAL (SELECT round((random() * 1000)::numeric, 1 + i % 4) * (CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END)) AS r(x),
            LATERAL (SELECT (ARRAY[',', ']', '}', '', ', ', '": null', '.'])[1 + i % 7]) AS s(d) UNION ALL
+      -- integers written without a display scale, to 10^40 and back (the
+      -- edition hashes those below 10^33 without idem_request_hash's call,
+      -- edition/fragments/request_hash_fast.sql), strings with points
+      SELECT jsonb_build_object('n', x, 'a', jsonb_build_array(-x, x - 1, 'x.y', 1 - x), 'z', NULL, 's', x::text || '.0')
+      FROM generate_series(0, 40) AS k, LATERAL (SELECT ('1' || repeat('0', k))::numeric) AS t(x) UNION ALL
       SELECT to_jsonb(x) FROM generate_series(1, 40) AS i, generate_series(-41, 40) AS e,
                               LATERAL (VALUES ((i * 1234567 + i % 7)::numeric * power(10::numeric, e)),
                                               (-(i * 7654321)::numeric * power(10::numeric, e))) AS v(x)) AS t(d);
 
 -- what the corpus holds (numbers out of the plain range; null members, which
--- json_strip_nulls would drop; fractions with trailing zeros)
+-- json_strip_nulls would drop; fractions with trailing zeros; requests with
+-- numbers that the edition hashes without idem_request_hash's call)
 SELECT count(*) AS documents,
        count(*) FILTER (WHERE jsonb_path_exists(doc, 'strict $.** ? (@.type() == "number" && @ != 0 && (@ >= 1e33 || @ <= -1e33 || (@ < 1e-32 && @ > -1e-32)))')) > 3000 AS many_far_numbers,
        count(*) FILTER (WHERE jsonb_path_exists(doc, 'strict $.** ? (@.type() == "object") ? (exists (@.* ? (@ == null)))')) > 1000 AS many_null_members,
        count(*) FILTER (WHERE src ~ '[0-9]\.[0-9]*0[],} \t\r\n]') > 3000 AS many_trailing_zeros,
-       count(*) FILTER (WHERE jsonb_typeof(doc) IN ('object', 'array')) > 10000 AS many_containers
+       count(*) FILTER (WHERE jsonb_typeof(doc) IN ('object', 'array')) > 10000 AS many_containers,
+       count(*) FILTER (WHERE ROW(jsonb_path_query_array(doc, 'strict $.** ? (@.type() == "number")'))::record
+                              *= ROW(jsonb_path_query_array(doc, 'strict $.** ? (@.type() == "number" && @.abs() < 1e33).floor()'))::record
+                              AND strpos(doc::text, '-0.0E-0') = 0
+                              AND jsonb_path_exists(doc, 'strict $.** ? (@.type() == "number")')) > 2000 AS many_hashed_without_the_call
 FROM corpus;
 
 -- jsonb: the same hash

@@ -1,13 +1,8 @@
 -- The SQL edition only: idem_row_storable, the CHECK of idempotency_keys,
--- has no SET clause (a call with one costs more than its work, and the
--- CHECK calls it for every write of a key): it runs under its caller's
--- search_path, which for the CHECK is every writer's (idem_execute's
--- caller's, pg_restore's empty one, an owner's own), and PL/pgSQL compiles
--- it once a session under whichever path the first call had.  Every name
--- in it is qualified: compiled first under a hostile path, in a session of
--- its own, nothing on that path runs, and the answers are right (the C
--- build's: a response compressed in a table, short stored, long as text,
--- is counted, not taken by its stored size).
+-- called directly and through the CHECK under a hostile search_path, in a
+-- session of its own: nothing on that path runs, and the answers are the
+-- C build's (a response compressed in a table, short stored but long as
+-- text, is counted, not taken by its stored size).
 \set VERBOSITY terse
 \c
 CREATE SCHEMA hostile;

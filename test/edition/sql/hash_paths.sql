@@ -1,0 +1,76 @@
+-- The SQL edition only: the commonest JSON request (every number an
+-- integer below 10^33 with no display scale, no string holding the
+-- stand-in "-0.0E-0") is hashed without idem_request_hash's call
+-- (edition/fragments/request_hash_fast.sql) by idem_request_hash itself,
+-- idem_claim's common call, idem_claim_batch and idem_execute; any other
+-- by the call.  Every way must give the C build's hash
+-- (test/edition/hash_corpus.sql compares idem_request_hash with it): here
+-- each way's stored or compared hash against idem_request_hash, and the
+-- hashes of requests at the way's edges against their canonical text
+-- written by hand; and a request whose numbers print long (display scale)
+-- costs each way time in proportion to its size.
+\set VERBOSITY terse
+CREATE TEMP TABLE docs (n int, doc jsonb, canonical text);
+INSERT INTO docs VALUES
+    (1, '{"amount": 3000, "currency": "TWD", "order_id": "k-1"}', '{"amount":3000,"currency":"TWD","order_id":"k-1"}'),
+    (2, '[999999999999999999999999999999999, -999999999999999999999999999999999]',
+        '[999999999999999999999999999999999,-999999999999999999999999999999999]'),
+    (3, '[1000000000000000000000000000000000]', '[1e33]'),
+    (4, '{"a": -1e33, "b": 2}', '{"a":-1e33,"b":2}'),
+    (5, '[1e40, 0, -0, 1E+2]', '[1e40,0,0,100]'),
+    (6, '{"k": null, "s": "a\": null", "t": "-0E-0"}', '{"k":null,"s":"a\": null","t":"-0E-0"}'),
+    (7, '{"note": "1.50", "n": 1}', '{"n":1,"note":"1.50"}'),
+    (8, '{"amount": 12.50, "z": [1.0, 2]}', '{"z":[1,2],"amount":12.5}'),
+    (9, '"just a string"', '"just a string"'),
+    (10, '[[[{"x": [1, {"y": 10000000000000000000000000000000000}]}]]]', '[[[{"x":[1,{"y":1e34}]}]]]'),
+    (11, '{"é": "\u00e9😀", "tab": "\t", "e": {}}', '{"e":{},"é":"é😀","tab":"\t"}'),
+    (12, 'null', 'null'),
+    (13, '{"s": "-0.0E-0", "n": 1}', '{"n":1,"s":"-0.0E-0"}'),
+    (14, '[3000.0, 0e-16383, 1e-40]', '[3000,0,1e-40]'),
+    (15, '{"email": "a.b@example.com", "amount": 1999}', '{"email":"a.b@example.com","amount":1999}');
+-- which way each takes: the fragment's or the call's
+SELECT n, ROW(jsonb_path_query_array(doc, 'strict $.** ? (@.type() == "number")'))::record
+          *= ROW(jsonb_path_query_array(doc, 'strict $.** ? (@.type() == "number" && @.abs() < 1e33).floor()'))::record
+          AND strpos(doc::text, '-0.0E-0') = 0 AS without_the_call,
+       idem_request_hash(doc) = sha256(convert_to(canonical, getdatabaseencoding())) AS canonical_hash
+  FROM docs ORDER BY n;
+
+BEGIN;
+-- idem_claim's common call (one query), then a lease given (the other
+-- way); the first completed and claimed again: a replay, its hash compared
+SELECT n, c.outcome FROM docs, LATERAL idem_claim('common/' || n, doc, 'hash_paths') AS c ORDER BY n;
+SELECT n, c.outcome FROM docs, LATERAL idem_claim('lease/' || n, doc, 'hash_paths', lease => '60 s') AS c ORDER BY n;
+SELECT count(idem_complete('common/' || n, 201, '{"ok": true}', 'hash_paths')) AS completed FROM docs;
+SELECT n, c.outcome FROM docs, LATERAL idem_claim('common/' || n, doc, 'hash_paths') AS c ORDER BY n;
+SELECT split_part(b.key, '/', 2)::int AS n, b.outcome
+  FROM idem_claim_batch((SELECT array_agg('batch/' || n ORDER BY n) FROM docs),
+                        (SELECT array_agg(doc ORDER BY n) FROM docs), 'hash_paths') AS b ORDER BY 1;
+-- idem_execute: a new key, then its replay
+SELECT n, e.outcome FROM docs, LATERAL idem_execute('execute/' || n, doc, 'hash_paths', 201, 'SELECT $1::int AS n', n) AS e ORDER BY n;
+SELECT n, e.outcome FROM docs, LATERAL idem_execute('execute/' || n, doc, 'hash_paths', 201, 'SELECT $1::int AS n', n) AS e ORDER BY n;
+-- every way stored idem_request_hash's hash
+SELECT split_part(k.key, '/', 1) AS way, count(*) AS keys,
+       count(*) FILTER (WHERE k.request_hash = idem_request_hash(d.doc)) AS same_hash
+  FROM idempotency_keys k JOIN docs d ON d.n = split_part(k.key, '/', 2)::int
+ WHERE k.scope = 'hash_paths' GROUP BY 1 ORDER BY 1;
+-- another request under a completed key is told apart, on each way
+SAVEPOINT s;
+SELECT (idem_claim('common/1', '{"amount": 3001, "currency": "TWD", "order_id": "k-1"}', 'hash_paths')).outcome;
+ROLLBACK TO s;
+SELECT (idem_execute('execute/1', '{"amount": 3001, "currency": "TWD", "order_id": "k-1"}', 'hash_paths', 201, 'SELECT 1 AS n')).outcome;
+ROLLBACK TO s;
+-- and the same request written otherwise replays
+SELECT (idem_claim('common/8', '{"z": [1, 2.0], "amount": 12.5}', 'hash_paths')).outcome;
+ROLLBACK;
+
+
+-- numbers that print long: 8,200 of 0e-16383 (16,385 characters each as
+-- jsonb prints them, 134 MB in all) in a 74 kB request, each way
+SELECT length(idem_request_hash(('[' || repeat('0e-16383,', 8200) || '1]')::jsonb)) AS bytes;
+BEGIN;
+SELECT (idem_claim('long', ('[' || repeat('0e-16383,', 8200) || '1]')::jsonb, 'hash_paths')).outcome;
+SELECT outcome FROM idem_claim_batch(ARRAY['long/batch'], ARRAY[('[' || repeat('0e-16383,', 8200) || '1]')::jsonb], 'hash_paths');
+SELECT (idem_execute('long/execute', ('[' || repeat('0e-16383,', 8200) || '1]')::jsonb, 'hash_paths', 201, 'SELECT 1 AS n')).outcome;
+SELECT count(*) FILTER (WHERE request_hash = idem_request_hash(('[' || repeat('0e-16383,', 8200) || '1]')::jsonb)) AS same_hash
+  FROM idempotency_keys WHERE scope = 'hash_paths';
+ROLLBACK;
