@@ -29,7 +29,7 @@ INSERT INTO docs VALUES
     (14, '[3000.0, 0e-16383, 1e-40]', '[3000,0,1e-40]'),
     (15, '{"email": "a.b@example.com", "amount": 1999}', '{"email":"a.b@example.com","amount":1999}');
 -- which way each takes: the fragment's or the call's
-SELECT n, ROW(jsonb_path_query_array(doc, 'strict $.** ? (@.type() == "number")'))::record
+SELECT n, pg_column_size(doc) <= 8192 AND ROW(jsonb_path_query_array(doc, 'strict $.** ? (@.type() == "number")'))::record
           *= ROW(jsonb_path_query_array(doc, 'strict $.** ? (@.type() == "number" && @.abs() < 1e33).floor()'))::record
           AND strpos(doc::text, '-0.0E-0') = 0 AS without_the_call,
        idem_request_hash(doc) = sha256(convert_to(canonical, getdatabaseencoding())) AS canonical_hash
@@ -65,12 +65,19 @@ ROLLBACK;
 
 
 -- numbers that print long: 8,200 of 0e-16383 (16,385 characters each as
--- jsonb prints them, 134 MB in all) in a 74 kB request, each way
+-- jsonb prints them, 134 MB in all) in a 74 kB request, each way (the
+-- call's); 600 of them (10 MB) in a request of less than 8192 bytes, which
+-- the fragment's test takes and refuses
+SELECT pg_column_size(x) <= 8192 AS short,
+       idem_request_hash(x) = sha256(convert_to('[' || repeat('0,', 600) || '1]', getdatabaseencoding())) AS canonical_hash
+  FROM (SELECT ('[' || repeat('0e-16383,', 600) || '1]')::jsonb) AS t(x);
 SELECT length(idem_request_hash(('[' || repeat('0e-16383,', 8200) || '1]')::jsonb)) AS bytes;
 BEGIN;
 SELECT (idem_claim('long', ('[' || repeat('0e-16383,', 8200) || '1]')::jsonb, 'hash_paths')).outcome;
 SELECT outcome FROM idem_claim_batch(ARRAY['long/batch'], ARRAY[('[' || repeat('0e-16383,', 8200) || '1]')::jsonb], 'hash_paths');
 SELECT (idem_execute('long/execute', ('[' || repeat('0e-16383,', 8200) || '1]')::jsonb, 'hash_paths', 201, 'SELECT 1 AS n')).outcome;
-SELECT count(*) FILTER (WHERE request_hash = idem_request_hash(('[' || repeat('0e-16383,', 8200) || '1]')::jsonb)) AS same_hash
+SELECT (idem_claim('short', ('[' || repeat('0e-16383,', 600) || '1]')::jsonb, 'hash_paths')).outcome;
+SELECT count(*) FILTER (WHERE request_hash = idem_request_hash(('[' || repeat('0e-16383,', 8200) || '1]')::jsonb)) AS same_hash,
+       count(*) FILTER (WHERE request_hash = sha256(convert_to('[' || repeat('0,', 600) || '1]', getdatabaseencoding()))) AS short_canonical
   FROM idempotency_keys WHERE scope = 'hash_paths';
 ROLLBACK;
