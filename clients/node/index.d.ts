@@ -150,7 +150,10 @@ export class Claim {
   readonly rawBody: string;
   readonly lost: boolean;
   readonly settled: boolean;
-  /** The claim's transaction: the work and the key commit together. */
+  /**
+   * The claim's transaction: the work and the key commit together.  Once the claim is answered,
+   * the connection is refused (query and end reject, code 55000); release() is a no-op.
+   */
   tx(): Promise<PoolClientLike>;
   checkpoint(point: string): Promise<void>;
   /** Completes the key, commits, sends the stored bytes. Never rejects. */

@@ -63,6 +63,35 @@ function option(value, fallback, name, min) {
   return value;
 }
 
+// The claim's connection as the handler gets it (tx()): once the claim is
+// settled (answered, failed, abandoned), the connection is back in the pool,
+// maybe in another request's transaction, so a handler that kept it is
+// refused there (query and end reject, SQLSTATE 55000) instead of reaching
+// that transaction; release() is the claim's to do, a no-op here.
+function guardConnection(state, db) {
+  const refused = () => Object.assign(
+    new Error('pg-idempotency: the claim was answered already; its connection is no longer the handler\'s'),
+    { code: '55000' });
+  const open = () => state.db === db && !state.settled;
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === 'release') return () => {};
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      if (prop === 'query' || prop === 'end') {
+        return (...args) => {
+          if (open()) return value.apply(target, args);
+          const err = refused();
+          const callback = args[args.length - 1];
+          if (typeof callback === 'function') return void process.nextTick(callback, err);
+          return Promise.reject(err);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+}
+
 // What the handler of a claimed request gets as req.idempotency.
 class Claim {
   constructor(state) {
@@ -87,9 +116,13 @@ class Claim {
   // The claim's transaction, a pg client: the work and the key commit
   // together.  A committed claim begins one at the first call, on a pool
   // connection, in which respond() then completes the key with its token.
+  // Guarded: refused once the claim is settled (guardConnection).
   async tx() {
-    if (this._s.settled) throw new Error('pg-idempotency: the claim was answered already');
-    return this._tx();
+    const s = this._s;
+    if (s.settled) throw new Error('pg-idempotency: the claim was answered already');
+    const db = await this._tx();
+    if (!s.guard || s.guard.db !== db) s.guard = { db, client: guardConnection(s, db) };
+    return s.guard.client;
   }
 
   async _tx() {
@@ -290,7 +323,7 @@ function idempotency(options = {}) {
     const key = req.headers['idempotency-key'];
     const state = {
       cfg, req, res, key: typeof key === 'string' ? key : '', scope: '', committed: false,
-      claim: null, claimElapsed: null, db: null, beat: null, lost: false, settled: false,
+      claim: null, claimElapsed: null, db: null, guard: null, beat: null, lost: false, settled: false,
     };
     state.report = (outcome, status, sqlstate) => {
       if (!cfg.onOutcome) return;

@@ -274,3 +274,35 @@ test('respond without a body (null): the answer and its replay have none', async
   assert.equal(row.status, 'completed');
   assert.equal(row.response_code, 204);
 });
+
+test('the connection tx() gave is refused once the claim is answered (55000): it went back to the pool', async () => {
+  const kept = deferred();
+  const { base } = await app({ scope: () => 'mw-kept' }, async (req) => {
+    const idem = req.idempotency;
+    const db = await idem.tx();
+    const r = await db.query(INSERT, [idem.scope, idem.body.order, idem.body.amount]);
+    await idem.respond(201, r.rows[0].response);
+    kept.resolve(db);
+  });
+  const key = newKey();
+  const r = await post(base, { key, body: { order: key, amount: 7 } });
+  assert.equal(r.status, 201, r.text);
+  const db = await kept.promise;
+  // another request's transaction on the pool's connections meanwhile
+  const other = await pool.connect();
+  await other.query('BEGIN');
+  await assert.rejects(db.query(INSERT, ['mw-kept', key, 7]), (err) => err.code === '55000');
+  const viaCallback = await new Promise((resolve) => db.query('SELECT 1', (err) => resolve(err)));
+  assert.equal(viaCallback.code, '55000');
+  await assert.rejects(db.end(), (err) => err.code === '55000');
+  db.release(); // the claim's to do: a no-op, not a second release of the pool's connection
+  await other.query('ROLLBACK');
+  other.release();
+  assert.equal(await paymentsFor(pool, 'mw-kept', key), 1);
+  assert.equal((await keyRow(pool, key, 'mw-kept')).status, 'completed');
+  // every connection of the pool is outside any transaction
+  const all = await Promise.all(Array.from({ length: 6 }, () => pool.connect()));
+  const idle = await Promise.all(all.map((c) => c.query('SELECT now() = statement_timestamp() AS idle')));
+  all.forEach((c) => c.release());
+  assert.deepEqual(idle.map((t) => t.rows[0].idle), Array(6).fill(true));
+});
