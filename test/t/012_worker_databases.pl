@@ -206,7 +206,12 @@ add_due_rows('postgres', 'unlocked', 1);
 ok(rows_gone('postgres', 'unlocked'), 'once the lock is gone, the worker resumes');
 
 # -- idempotency_admin missing (renamed by a CREATEROLE role) or made a
-# superuser: the pass refuses to run as the superuser it connects as
+# superuser: the pass refuses to run as the superuser it connects as.  A
+# batch that found the role before the change may still be running (as that
+# role: not what this tests); a database's passes run one at a time, and
+# each batch looks the role up again, so once a pass has failed on the
+# change, none from before it is left: the rows are added after that.
+$logpos = -s $node->logfile;
 $node->safe_psql('postgres', q{
     SELECT idem_stats_reset();
     CREATE TABLE trigger_ran_as (who text, super bool);
@@ -222,6 +227,7 @@ $node->safe_psql('postgres', q{
         FOR EACH ROW WHEN (OLD.scope LIKE 'noadmin%') EXECUTE FUNCTION who();
     ALTER ROLE idempotency_admin RENAME TO renamed_admin;
 });
+$node->wait_for_log(qr/ERROR:  role "idempotency_admin" does not exist/, $logpos);
 $logpos = -s $node->logfile;
 add_due_rows('postgres', 'noadmin', 1);
 usleep(3_000_000);
@@ -237,7 +243,9 @@ $node->safe_psql('postgres', 'ALTER ROLE renamed_admin RENAME TO idempotency_adm
 ok(rows_gone('postgres', 'noadmin'), 'with the role back, the worker resumes');
 is($node->safe_psql('postgres', 'SELECT who || super FROM trigger_ran_as'), 'idempotency_adminfalse',
     'and the trigger runs as idempotency_admin, not a superuser');
+$logpos = -s $node->logfile;
 $node->safe_psql('postgres', 'ALTER ROLE idempotency_admin SUPERUSER');
+$node->wait_for_log(qr/ERROR:  role "idempotency_admin" must not be a superuser/, $logpos);
 $logpos = -s $node->logfile;
 add_due_rows('postgres', 'noadmin-super', 1);
 usleep(3_000_000);
