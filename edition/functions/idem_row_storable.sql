@@ -6,11 +6,21 @@
  * hash that is not 32 bytes.  A response of at most 8192 bytes as given,
  * not compressed, is short enough surely (a compressed one, as a value
  * read from a table can be, is counted: its size says little of its
- * text's; the C build reads its size uncompressed).  Above, its numbers'
- * printed lengths are counted without printing them (a number of 10 bytes
- * can print 131,072 digits):
- * only when they fit is the text's length taken, which then costs at most
- * a few times the response's size.
+ * text's; the C build reads its size uncompressed).  Above, it counts as
+ * the C build does (src/input.c, ResponseTooLong): 2 for each key, scalar
+ * and container's start and end, and each scalar's and key's text at most
+ * (a string's escapes, a number's digits, 5 for a boolean, 4 for null),
+ * never printing the response whole (a number of 10 bytes can print
+ * 131,072 digits; 0e-16383, 16,385).  Its numbers' lengths first, without
+ * printing them (N; over 256 MB: false).  The rest is at most 6 times its
+ * size uncompressed (S: a byte of a string counts 6 at most, "\u0001"; each
+ * key, element and container takes a 4-byte header or entry, and counts 9
+ * at most besides its strings and numbers): 6 S + N <= 256 MB, true.  Else
+ * the count itself, by jsonpath (each key by .keyvalue(), which copies its
+ * value: at most 16 times S, for a response nested at most 16 deep); a
+ * response nested deeper: its text's length, printed, when that costs at
+ * most 16 times S (N <= 10 S), else false, where the C build may take it
+ * (docs/managed.md, "response size").
  *
  * It keeps its SET clause, though the CHECK calls it for every write of a
  * key (a call with a SET clause costs more than its work): without it, it
@@ -36,7 +46,17 @@ BEGIN
     END IF;
     DECLARE
         max_text constant bigint := 268435456;
+        whole jsonb := response;
+        size bigint;
         numbers bigint := 0;
+        containers bigint;
+        scalars bigint;
+        texts bigint;
+        tokens bigint;
+        counted bigint;
+        booleans bigint;
+        nulls bigint;
+        strings record;
         n numeric;
         a numeric;
         lo integer;
@@ -54,7 +74,13 @@ BEGIN
                                 AND pg_catalog.pg_column_compression(response) IS NULL) THEN
             RETURN true;
         END IF;
-        FOR n IN SELECT v::numeric FROM pg_catalog.jsonb_path_query(response, 'strict $.** ? (@.type() == "number")') v LOOP
+        /* its size uncompressed: a copy (jsonb_path_query_first builds one, in linear time) */
+        IF pg_catalog.pg_column_compression(whole) IS NOT NULL THEN
+            whole := pg_catalog.jsonb_path_query_first(whole, '$');
+        END IF;
+        size := pg_catalog.pg_column_size(whole);
+        /* numeric_out's length: a sign, the digits before the point (0: one), the point and the scale's digits */
+        FOR n IN SELECT v::numeric FROM pg_catalog.jsonb_path_query(whole, 'strict $.** ? (@.type() == "number")') v LOOP
             a := pg_catalog.abs(n);
             IF a OPERATOR(pg_catalog.<) 1e15 THEN
                 numbers := numbers OPERATOR(pg_catalog.+) pg_catalog.length(pg_catalog.trunc(a)::pg_catalog.text);
@@ -73,12 +99,58 @@ BEGIN
                 END LOOP;
                 numbers := numbers OPERATOR(pg_catalog.+) lo;
             END IF;
-            numbers := numbers OPERATOR(pg_catalog.+) pg_catalog.scale(n) OPERATOR(pg_catalog.+) 2;
+            numbers := numbers OPERATOR(pg_catalog.+) CASE WHEN n OPERATOR(pg_catalog.<) 0 THEN 1 ELSE 0 END
+                       OPERATOR(pg_catalog.+) CASE WHEN pg_catalog.scale(n) OPERATOR(pg_catalog.>) 0
+                                                   THEN 1 OPERATOR(pg_catalog.+) pg_catalog.scale(n) ELSE 0 END;
             IF numbers OPERATOR(pg_catalog.>) max_text THEN
                 RETURN false;
             END IF;
         END LOOP;
-        RETURN pg_catalog.octet_length(response::pg_catalog.text) OPERATOR(pg_catalog.<=) max_text;
+        IF ((6 OPERATOR(pg_catalog.*) size) OPERATOR(pg_catalog.+) numbers) OPERATOR(pg_catalog.<=) max_text THEN
+            RETURN true;
+        END IF;
+        IF NOT pg_catalog.jsonb_path_exists(whole, 'strict $.**{17}') THEN
+            /* the count: items by type, then the strings' and keys' escaped lengths */
+            SELECT COALESCE(pg_catalog.sum(c.n) FILTER (WHERE c.t OPERATOR(pg_catalog.=) ANY ('{object,array}')), 0),
+                   COALESCE(pg_catalog.sum(c.n) FILTER (WHERE c.t OPERATOR(pg_catalog.<>) ALL ('{object,array}')), 0),
+                   COALESCE(pg_catalog.sum(c.n) FILTER (WHERE c.t OPERATOR(pg_catalog.=) 'string'), 0),
+                   COALESCE(pg_catalog.sum(c.n) FILTER (WHERE c.t OPERATOR(pg_catalog.=) 'boolean'), 0),
+                   COALESCE(pg_catalog.sum(c.n) FILTER (WHERE c.t OPERATOR(pg_catalog.=) 'null'), 0)
+              INTO containers, scalars, texts, booleans, nulls
+              FROM (SELECT v OPERATOR(pg_catalog.#>>) '{}' AS t, pg_catalog.count(*) AS n
+                      FROM pg_catalog.jsonb_path_query(whole, 'strict $.**.type()') v
+                     GROUP BY 1) AS c;
+            SELECT COALESCE(pg_catalog.sum(pg_catalog.octet_length(t.s)), 0) AS bytes,
+                   COALESCE(pg_catalog.sum(pg_catalog.octet_length(t.s)
+                                           OPERATOR(pg_catalog.-) pg_catalog.octet_length(pg_catalog.translate(t.s,
+                                               E'\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f', ''))), 0) AS controls,
+                   COALESCE(pg_catalog.sum(pg_catalog.octet_length(t.s)
+                                           OPERATOR(pg_catalog.-) pg_catalog.octet_length(pg_catalog.translate(t.s, E'"\\', ''))), 0) AS escaped,
+                   pg_catalog.count(*) FILTER (WHERE t.key) AS keys
+              INTO strings
+              FROM (SELECT v OPERATOR(pg_catalog.#>>) '{}' AS s, false AS key
+                      FROM pg_catalog.jsonb_path_query(whole, 'strict $.** ? (@.type() == "string")') v
+                    UNION ALL
+                    SELECT v OPERATOR(pg_catalog.#>>) '{}', true
+                      FROM pg_catalog.jsonb_path_query(whole, 'strict $.** ? (@.type() == "object").keyvalue().key') v) AS t;
+            /* 2 a token: each container's start and end, each key, each scalar (a scalar response: in an array) */
+            tokens := (2 OPERATOR(pg_catalog.*) containers) OPERATOR(pg_catalog.+) strings.keys;
+            tokens := (tokens OPERATOR(pg_catalog.+) scalars)
+                      OPERATOR(pg_catalog.+) CASE WHEN containers OPERATOR(pg_catalog.=) 0 THEN 2 ELSE 0 END;
+            counted := 2 OPERATOR(pg_catalog.*) tokens;
+            /* strings and keys: quotes, bytes, 6 for a control character, 2 for " and \ */
+            counted := counted OPERATOR(pg_catalog.+) (2 OPERATOR(pg_catalog.*) (texts OPERATOR(pg_catalog.+) strings.keys));
+            counted := (counted OPERATOR(pg_catalog.+) strings.bytes) OPERATOR(pg_catalog.+) strings.escaped;
+            counted := counted OPERATOR(pg_catalog.+) (5 OPERATOR(pg_catalog.*) strings.controls);
+            /* numbers, booleans (5 at most), nulls */
+            counted := (counted OPERATOR(pg_catalog.+) numbers) OPERATOR(pg_catalog.+) (5 OPERATOR(pg_catalog.*) booleans);
+            counted := counted OPERATOR(pg_catalog.+) (4 OPERATOR(pg_catalog.*) nulls);
+            RETURN counted OPERATOR(pg_catalog.<=) max_text;
+        END IF;
+        IF numbers OPERATOR(pg_catalog.>) (10 OPERATOR(pg_catalog.*) size) THEN
+            RETURN false;
+        END IF;
+        RETURN pg_catalog.octet_length(whole::pg_catalog.text) OPERATOR(pg_catalog.<=) max_text;
     END;
 END
 $idem_row_storable$;

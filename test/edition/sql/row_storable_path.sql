@@ -53,3 +53,24 @@ ROLLBACK;
 RESET search_path;
 SELECT count(*) AS hostile_calls FROM hostile.calls;
 DROP SCHEMA hostile CASCADE;
+-- a response short stored whose numbers print long (0e-16383: ten bytes,
+-- 16,385 characters) is judged without printing it, as the C build judges
+-- it: 16,000 of them print as 262 MB: storable; 16,400, 268.7 MB: not;
+-- 16,380, 268,419,060 characters, the C build's count 268,419,064, within
+-- 256 MB (268,435,456): storable, counted by type (its numbers' lengths,
+-- the rest within 6 times its size of the limit).  The same nested 17 deep
+-- (.keyvalue() would copy it 17 times): not storable, where the C build
+-- takes it (docs/managed.md, "response size").
+SELECT k, depth, pg_column_size(r) < 250000 AS short_stored, idem_row_storable(r, NULL, NULL) AS storable
+  FROM (VALUES (16000, 0), (16400, 0), (16380, 0), (16380, 17)) AS t(k, depth),
+       LATERAL (WITH RECURSIVE d(i, r) AS (
+                    SELECT 0, jsonb_agg('0e-16383'::jsonb) FROM generate_series(1, k)
+                    UNION ALL SELECT i + 1, jsonb_build_array(r) FROM d WHERE i < depth)
+                SELECT r FROM d WHERE i = depth) AS s
+ ORDER BY depth, k;
+-- and by type, keys and strings too: a response at the limit, one byte over
+SELECT n, idem_row_storable(r, NULL, NULL) AS storable
+  FROM (VALUES (0), (1)) AS t(n),
+       LATERAL (SELECT jsonb_build_object('k"\' || chr(1), jsonb_agg('1e131071'::jsonb), 'pad', repeat('x', 126921 + n), 't', true, 'f', null) AS r
+                  FROM generate_series(1, 2047)) AS s
+ ORDER BY n;
