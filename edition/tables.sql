@@ -65,3 +65,13 @@ CREATE TRIGGER idempotency_key_lock_probe
     AFTER INSERT ON idempotency_keys
     FOR EACH ROW WHEN (NEW.token OPERATOR(pg_catalog.=) 0)
     EXECUTE FUNCTION idem__key_lock_proved();
+/*
+ * A proof never commits: the probe's subtransaction rolls back, and with
+ * it this trigger's event; a proof still there at the end of the statement
+ * (SET CONSTRAINTS ... IMMEDIATE) or at commit came from a row a caller
+ * wrote itself, and the transaction fails (idem__key_lock_proof_kept).
+ */
+CREATE CONSTRAINT TRIGGER idempotency_key_lock_proof_kept
+    AFTER INSERT ON idempotency_key_lock_proof
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION idem__key_lock_proof_kept();

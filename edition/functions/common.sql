@@ -637,6 +637,25 @@ BEGIN
 END
 $idem__key_lock_proved$;
 
+/*
+ * The constraint trigger of idempotency_key_lock_proof: a proof that
+ * outlived its probe (a row of token 0 with a probe's key, written by its
+ * caller as any row: a tenant may write its own rows) would stay for good,
+ * and each later probe reads every proof.  The probe's own events roll back
+ * with it; any other is refused at commit.
+ */
+CREATE FUNCTION idem__key_lock_proof_kept() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $idem__key_lock_proof_kept$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = '42501',
+        MESSAGE = 'a key-lock probe row cannot be committed',
+        DETAIL = pg_catalog.format('A row of token 0 whose key begins with "\x01lock " was inserted in scope "%s": such rows are the key functions'' own, rolled back at once.', NEW.scope),
+        HINT = 'Key locks are taken by the key functions.';
+END
+$idem__key_lock_proof_kept$;
+
 CREATE FUNCTION idem__key_lock_id(scope text, key text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
@@ -791,6 +810,7 @@ REVOKE ALL ON FUNCTION idem__check_interval(interval, text, timestamptz, text, t
 REVOKE ALL ON FUNCTION idem__check_row_security() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_lock_secret(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_lock_proved() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__key_lock_proof_kept() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_lock_id(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_locks_held() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__lock_key(text, text, boolean) FROM PUBLIC;

@@ -1,0 +1,53 @@
+-- The SQL edition only: under row level security a claim proves to
+-- idem__key_lock_secret that its caller may use the scope by a probe row
+-- (token 0, a key beginning "\x01lock "), whose trigger writes a proof into
+-- idempotency_key_lock_proof; the probe rolls back, its proof with it.  A
+-- row written as the probe writes it, by a tenant itself, must not leave a
+-- proof behind (committed proofs would stay for good, and every later
+-- probe reads them all): such a proof is refused at commit, or at once
+-- under SET CONSTRAINTS ... IMMEDIATE.
+\set VERBOSITY terse
+CREATE ROLE proof_a NOLOGIN IN ROLE idempotency_app;
+ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
+CREATE POLICY proof_tenant ON idempotency_keys TO idempotency_app
+    USING (scope = current_user) WITH CHECK (scope = current_user);
+SET ROLE proof_a;
+-- claims under the policies: their probes' proofs roll back with them
+BEGIN;
+SELECT outcome FROM idem_claim('p1', NULL, 'proof_a');
+SELECT outcome FROM idem_claim('p2', NULL, 'proof_a', wait => false);
+COMMIT;
+-- a probe's row written by the tenant: refused at commit
+BEGIN;
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+VALUES ('proof_a', E'\x01lock x1', 'processing', 0, now(), now(), now());
+COMMIT;
+-- deleted again before the commit: the same
+BEGIN;
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+VALUES ('proof_a', E'\x01lock x2', 'processing', 0, now(), now(), now());
+DELETE FROM idempotency_keys WHERE key = E'\x01lock x2';
+COMMIT;
+-- checked at once
+BEGIN;
+SET CONSTRAINTS ALL IMMEDIATE;
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+SELECT 'proof_a', E'\x01lock y' || g, 'processing', 0, now(), now(), now() FROM generate_series(1, 3) g;
+ROLLBACK;
+-- rolled back to a savepoint, as the probe is: the transaction commits
+BEGIN;
+SAVEPOINT s;
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+VALUES ('proof_a', E'\x01lock x3', 'processing', 0, now(), now(), now());
+ROLLBACK TO SAVEPOINT s;
+SELECT outcome FROM idem_claim('p3', NULL, 'proof_a');
+COMMIT;
+RESET ROLE;
+-- no proof and no probe row left; the claims' rows are there
+SELECT count(*) AS proofs FROM idempotency_key_lock_proof;
+SELECT count(*) AS probe_rows FROM idempotency_keys WHERE key LIKE E'\x01lock %';
+SELECT key, status FROM idempotency_keys WHERE scope = 'proof_a' ORDER BY key;
+DROP POLICY proof_tenant ON idempotency_keys;
+ALTER TABLE idempotency_keys DISABLE ROW LEVEL SECURITY;
+DELETE FROM idempotency_keys WHERE scope = 'proof_a';
+DROP ROLE proof_a;
