@@ -41,9 +41,27 @@ comment=$(sed -nE "s/^comment = '(.*)'$/\1/p" "$here/../idempotency.control")
 # functions, where a function call would cost (a condition of a query that
 # must stay a condition, a check inlined to save a call).  A fragment that
 # is missing, or a %NAME% left in an expansion, stops the build.
+# request_hash_fast only where the planner cannot compute it: a custom plan,
+# where DOC is a constant, folds what it can while planning, whatever the
+# fragment's own bounds (the size it tests first is STABLE, the rest
+# IMMUTABLE).  So its "--@" line comes right after an assignment's ":=" (a
+# PL/pgSQL expression: planned without the values), or DOC is a column of a
+# subquery fenced by OFFSET 0 (") AS ALIAS(" after it), said by
+# PLANNED=fenced; else the build stops.
 expand() {
 	awk -v dir="$here/fragments" -v src="$1" '
 	function fail(msg) { print "edition/build.sh: " src ":" FNR ": " msg > "/dev/stderr"; failed = 1; exit 1 }
+	BEGIN {
+		while ((getline l < src) > 0)
+			if (match(l, /OFFSET 0\) AS [a-z_]+\(/)) fenced[substr(l, RSTART + 13, RLENGTH - 14)] = 1
+		close(src)
+	}
+	/^[ \t]*--@ request_hash_fast / && last !~ /:=[ \t]*(COALESCE\()?[ \t]*$/ {
+		doc = $0; sub(/.* DOC=/, "", doc); sub(/ .*/, "", doc)
+		alias = doc; sub(/\..*/, "", alias)
+		if (index($0, " PLANNED=fenced") == 0 || doc !~ /^[a-z_]+\.[a-z_]+$/ || !(alias in fenced))
+			fail("request_hash_fast neither in an assignment nor on a column of a subquery fenced by OFFSET 0: a custom plan would compute it while planning")
+	}
 	/^[ \t]*--@ / {
 		indent = $0; sub(/--@ .*/, "", indent)
 		file = dir "/" $2 ".sql"
@@ -65,6 +83,7 @@ expand() {
 		if (rc < 0 || n == 0) fail("no fragment " file)
 		next
 	}
+	/[^ \t]/ && !/^[ \t]*(--|\/\*|\*)/ { last = $0 }
 	{ print }
 	END { if (failed) exit 1 }' "$1"
 }

@@ -102,7 +102,7 @@ BEGIN
                     OR (k.status OPERATOR(pg_catalog.=) 'failed' AND NOT k.retryable)) AS idem_replay
           INTO r
           FROM (SELECT CASE WHEN o.ok THEN COALESCE(
-                           --@ request_hash_fast DOC=o.req
+                           --@ request_hash_fast DOC=o.req PLANNED=fenced
                            , idem_request_hash(o.req), ''::pg_catalog.bytea) END,
                        pg_catalog.clock_timestamp()
                   FROM (SELECT v_key IS NOT NULL AND v_scope IS NOT NULL

@@ -615,14 +615,20 @@ BEGIN
                                  OPERATOR(pg_catalog.=) ''
                             THEN pg_catalog.make_interval(secs => 86400)
                             ELSE _IDEM_SCHEMA_.idem__retention() END;
+                /*
+                 * the hash by an assignment, not inside the INSERT: there a
+                 * custom plan, where the request is a constant, would
+                 * compute it while planning, whatever request_hash_fast's
+                 * bounds (edition/build.sh checks every expansion)
+                 */
+                req_hash := COALESCE(
+                    --@ request_hash_fast DOC=request
+                    , _IDEM_SCHEMA_.idem_request_hash(request));
                 stamp := pg_catalog.clock_timestamp();
                 INSERT INTO _IDEM_SCHEMA_.idempotency_keys (scope, key, status, token, created_at, updated_at,
                                                             expires_at, request_hash, response_code, response, due_at)
                 VALUES (idem_execute.scope, idem_execute.key, 'completed', new_token, stamp, stamp,
-                        stamp OPERATOR(pg_catalog.+) ret,
-                        COALESCE(
-                            --@ request_hash_fast DOC=request
-                            , _IDEM_SCHEMA_.idem_request_hash(request)),
+                        stamp OPERATOR(pg_catalog.+) ret, req_hash,
                         success_code, resp, stamp OPERATOR(pg_catalog.+) ret);
                 PERFORM pg_catalog.set_config('search_path', caller_path, true);
                 short_done := true;
