@@ -175,21 +175,29 @@ edition_server "${PREFIX}server" "listen_addresses = ''" "shared_preload_librari
 
 # pg_regress's and pg_isolation_regress's "test NAME ... ok|FAILED" (15)
 # or TAP lines (16 on) as this script's
+# and each test named after the log that it did not report (pg_regress stops
+# at a test that has no expected output, say: those after it never ran)
 report() {
-	local suite=$1 log=$2 n=0 name result
+	local suite=$1 log=$2 n=0 name result seen=" "
+	shift 2
 	while read -r name result; do
 		n=$((n + 1))
+		seen="$seen$name "
 		if [ "$result" = ok ]; then echo "ok $PREFIX$suite/$name"; else notok "$PREFIX$suite/$name"; fi
 	done < <(sed -nE -e 's/^(test +| +)?([A-Za-z0-9_-]+) +\.\.\. +(ok|FAILED|failed)\b.*/\2 \3/p' \
 		-e 's/^ok +[0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 ok/p' \
 		-e 's/^not ok +[0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 FAILED/p' "$log")
 	[ "$n" -gt 0 ] || notok "$PREFIX$suite (did not run)" "$(tail -n 30 "$log")"
+	for name; do
+		case $seen in *" $name "*) ;; *) notok "$PREFIX$suite/$name (did not run)" "$(tail -n 5 "$log")" ;; esac
+	done
 }
 
 # shellcheck disable=SC2086
 (cd "$DIR/regress" && "$PGXS_DIR/src/test/regress/pg_regress" --bindir="$PG_BIN" --host="$DIR" --port="$PORT" \
 	--user=postgres --inputdir=. --outputdir=. --dbname=contrib_regression $REGRESS $EDITION_ONLY) >"$DIR/regress.log" 2>&1
-report regress "$DIR/regress.log"
+# shellcheck disable=SC2086
+report regress "$DIR/regress.log" $REGRESS $EDITION_ONLY
 
 # the isolation database, with the edition installed, made here
 if out=$(psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 \
@@ -200,7 +208,8 @@ if out=$(psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STO
 	(cd "$DIR/iso" && "$PGXS_DIR/src/test/isolation/pg_isolation_regress" --bindir="$PG_BIN" --host="$DIR" \
 		--port="$PORT" --user=postgres --inputdir=. --outputdir=. --use-existing \
 		--dbname=isolation_regression $ISOLATION) >"$DIR/isolation.log" 2>&1
-	report isolation "$DIR/isolation.log"
+	# shellcheck disable=SC2086
+	report isolation "$DIR/isolation.log" $ISOLATION
 else
 	notok "${PREFIX}isolation (the edition in the isolation database)" "$out"
 fi
