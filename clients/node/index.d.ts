@@ -89,7 +89,7 @@ export function heartbeat(db: Queryable, key: string, scope: string, token: stri
 export function checkpoint(db: Queryable, key: string, point: string, scope?: string, token?: string | null): Promise<void>;
 export function release(db: Queryable, key: string, scope?: string, token?: string | null): Promise<void>;
 
-export type Outcome = 'new' | 'replay' | 'in_progress' | 'mismatch' | 'reclaimed' | 'error' | 'rejected';
+export type Outcome = 'new' | 'replay' | 'in_progress' | 'mismatch' | 'reclaimed' | 'error' | 'timeout' | 'rejected';
 
 /** One request, given to onOutcome once its answer is sent. */
 export interface OutcomeEvent {
@@ -134,6 +134,8 @@ export interface IdempotencyOptions<Req extends IncomingMessage = IncomingMessag
   awaitResult?: number;
   /** Bytes (64 KiB). */
   maxBody?: number;
+  /** Seconds the handler has to answer a claim (60; 0: never); past them, undone and answered 503. */
+  timeout?: number;
   onOutcome?: (event: OutcomeEvent) => void;
   log?: { error(...args: unknown[]): void };
 }

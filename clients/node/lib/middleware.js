@@ -21,7 +21,12 @@
 //     sent as PostgreSQL stored it (jsonb text), so the first answer and
 //     every replay are the same bytes.  claim.fail() answers a failure
 //     (rolled back, or recorded failed and retryable), claim.error(err) a
-//     database error.
+//     database error;
+//  5. a claim the handler has not answered within timeout seconds (a
+//     handler that returned without answering, an Express 4 async handler
+//     that rejected, a remote call that hangs) is undone as fail() does and
+//     answered 503: neither its transaction, nor its connection, nor a
+//     committed claim's heartbeats outlive it.
 
 const client = require('./client');
 const { IdempotencyError } = client;
@@ -48,6 +53,10 @@ function sendStored(res, status, text, replayed) {
   send(res, status, JSON_TYPE, text, replayed ? { 'Idempotent-Replayed': 'true' } : {});
 }
 
+// Node's timers take at most 2^31 - 1 ms (a longer one fires at once, 1 ms
+// later, and an interval every 1 ms): the bound of the seconds they are given.
+const TIMER_MAX = 2147483;
+
 const elapsedMs = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 
 // A problem the configuration's functions (scope, validate) may answer with.
@@ -56,10 +65,10 @@ function asProblem(p, fallbackStatus, fallbackTitle) {
   return { status: p.status || fallbackStatus, title: p.title || fallbackTitle, detail: p.detail || '' };
 }
 
-function option(value, fallback, name, min) {
+function option(value, fallback, name, min, max = Infinity) {
   if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min)
-    throw new TypeError(`pg-idempotency: ${name} must be a number >= ${min}, not ${value}`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max)
+    throw new TypeError(`pg-idempotency: ${name} must be a number >= ${min}${max < Infinity ? ` and <= ${max}` : ''}, not ${value}`);
   return value;
 }
 
@@ -198,6 +207,7 @@ class Claim {
     if (this._s.settled) return false;
     this._s.settled = true;
     clearInterval(this._s.beat);
+    clearTimeout(this._s.timer);
     return true;
   }
 
@@ -228,6 +238,22 @@ class Claim {
     await this._undo();
     answerError(s.res, e);
     s.report('error', e.status, e.code);
+  }
+
+  // The handler did not answer within the timeout: undone as fail() does
+  // (a query of the handler's in flight on the claim's connection ends
+  // first: statement_timeout bounds it), answered 503 with Retry-After.
+  // Answered some other way meanwhile (its bytes still going out): as
+  // _abandon.
+  async _expire() {
+    const s = this._s;
+    if (s.res.headersSent) return this._abandon();
+    if (!this._begin()) return;
+    s.cfg.log.error(`pg-idempotency: the handler did not answer within ${s.cfg.timeout} s; the claim of key ${JSON.stringify(s.key)} is undone`);
+    await this._undo();
+    sendProblem(s.res, 503, 'Request timed out',
+      'The request was not completed in time. Retry it with the same Idempotency-Key.', { 'Retry-After': '1' });
+    s.report('timeout', 503, null);
   }
 
   // Settles a claim whose handler answered without respond/fail/error:
@@ -291,6 +317,8 @@ function readBody(req, maxBody, done) {
 //   awaitResult      seconds (3): a duplicate of a committed claim in flight
 //                    waits this long for its result, then 409
 //   maxBody          bytes (64 KiB)
+//   timeout          seconds (60) the handler has to answer a claim; past
+//                    them it is undone and answered 503; 0: never
 //   onOutcome(event) called once per request: { outcome, status, key,
 //                    scope, committed, sqlstate, elapsed, claimElapsed }
 //   log              where errors go (console)
@@ -304,10 +332,11 @@ function idempotency(options = {}) {
     pool: options.pool,
     heartbeatPool: options.heartbeatPool || options.pool,
     lease,
-    heartbeatEvery: option(options.heartbeatEvery, lease / 3, 'heartbeatEvery', 0.01),
+    heartbeatEvery: option(options.heartbeatEvery, Math.min(lease / 3, TIMER_MAX), 'heartbeatEvery', 0.01, TIMER_MAX),
     wait: options.waitForDuplicates !== false,
     awaitResult: option(options.awaitResult, 3, 'awaitResult', 0),
     maxBody: option(options.maxBody, 64 * 1024, 'maxBody', 0),
+    timeout: option(options.timeout, 60, 'timeout', 0, TIMER_MAX),
     validate: options.validate || null,
     committed: options.committed || null,
     onOutcome: options.onOutcome || null,
@@ -323,7 +352,8 @@ function idempotency(options = {}) {
     const key = req.headers['idempotency-key'];
     const state = {
       cfg, req, res, key: typeof key === 'string' ? key : '', scope: '', committed: false,
-      claim: null, claimElapsed: null, db: null, guard: null, beat: null, lost: false, settled: false,
+      claim: null, claimElapsed: null, db: null, guard: null, beat: null, timer: null, lost: false,
+      settled: false,
     };
     state.report = (outcome, status, sqlstate) => {
       if (!cfg.onOutcome) return;
@@ -443,6 +473,11 @@ async function claimAndRun(state, read, next) {
   res.on('close', () => {
     if (res.headersSent) handle._abandon().catch((err) => cfg.log.error('pg-idempotency:', err));
   });
+  if (cfg.timeout > 0) {
+    state.timer = setTimeout(() => handle._expire().catch((err) => cfg.log.error('pg-idempotency:', err)),
+      cfg.timeout * 1000);
+    state.timer.unref();
+  }
   next();
 }
 

@@ -306,3 +306,66 @@ test('the connection tx() gave is refused once the claim is answered (55000): it
   all.forEach((c) => c.release());
   assert.deepEqual(idle.map((t) => t.rows[0].idle), Array(6).fill(true));
 });
+
+test('a handler that never answers: undone after timeout, 503 + Retry-After, the key free, its connection refused', { timeout: 30000 }, async () => {
+  const kept = deferred();
+  let attempt = 0;
+  const { base, events } = await app({ scope: () => 'mw-timeout', timeout: 0.3 }, async (req) => {
+    attempt += 1;
+    if (attempt > 1) return pay(req);
+    const idem = req.idempotency;
+    const db = await idem.tx();
+    await db.query(INSERT, [idem.scope, idem.body.order, idem.body.amount]);
+    kept.resolve(db);
+    // returns without answering (as an Express 4 async handler that rejected)
+  });
+  const key = newKey();
+  const body = { order: `o-${key}`, amount: 13 };
+  const first = await post(base, { key, body });
+  problemOf(first, 503);
+  assert.equal(first.headers.get('retry-after'), '1');
+  const db = await kept.promise;
+  await assert.rejects(db.query('SELECT 1'), (err) => err.code === '55000');
+  assert.equal(await keyRow(pool, key, 'mw-timeout'), null);
+  assert.equal(await paymentsFor(pool, 'mw-timeout', body.order), 0);
+  const retry = await post(base, { key, body });
+  assert.equal(retry.status, 201, retry.text);
+  assert.equal(await paymentsFor(pool, 'mw-timeout', body.order), 1);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['timeout', 503], ['new', 201]]);
+  const all = await Promise.all(Array.from({ length: 6 }, () => pool.connect()));
+  const idle = await Promise.all(all.map((c) => c.query('SELECT now() = statement_timestamp() AS idle')));
+  all.forEach((c) => c.release());
+  assert.deepEqual(idle.map((t) => t.rows[0].idle), Array(6).fill(true));
+});
+
+test('a committed claim whose handler hangs: recorded failed after timeout, its heartbeats stopped, a retry reclaims it', { timeout: 30000 }, async () => {
+  const hang = deferred();
+  let attempt = 0;
+  const { base, events } = await app({
+    scope: () => 'mw-hang', committed: () => true, heartbeatEvery: 0.05, timeout: 0.5,
+  }, async (req) => {
+    attempt += 1;
+    if (attempt > 1) return pay(req);
+    await req.idempotency.checkpoint('remote-called');
+    await hang.promise;  // a remote call that never returns
+  });
+  const key = newKey();
+  const body = { order: `o-${key}`, amount: 17 };
+  problemOf(await post(base, { key, body }), 503);
+  assert.equal((await keyRow(pool, key, 'mw-hang')).status, 'failed');
+  const until = async () =>
+    (await pool.query('SELECT locked_until FROM idempotency_keys WHERE key = $1', [key])).rows[0].locked_until;
+  const before = await until();
+  await new Promise((s) => setTimeout(s, 300));
+  assert.deepEqual(await until(), before, 'a heartbeat renewed the lease after the timeout');
+  const retry = await post(base, { key, body });
+  assert.equal(retry.status, 201, retry.text);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['timeout', 503], ['reclaimed', 201]]);
+  hang.resolve();
+});
+
+test('timers beyond what Node can hold are refused, not fired at once', () => {
+  assert.throws(() => idempotency({ pool, timeout: 3e6 }), /timeout must be a number >= 0 and <= 2147483/);
+  assert.throws(() => idempotency({ pool, heartbeatEvery: 3e6 }), /heartbeatEvery/);
+  assert.doesNotThrow(() => idempotency({ pool, lease: 1e7 })); // heartbeats then every 2147483 s
+});

@@ -24,7 +24,10 @@ const idempotent: Middleware = idempotency<AuthedRequest>({
   validate: (body) => (typeof body === 'object' && body !== null ? null : 'the body must be an object'),
   lease: 30,
   awaitResult: 3,
+  timeout: 60,
   onOutcome: (e: OutcomeEvent) => {
+    const timedOut: boolean = e.outcome === 'timeout';
+    void timedOut;
     const ms: number = e.elapsed;
     const claimMs: number | null = e.claimElapsed;
     void ms; void claimMs;
