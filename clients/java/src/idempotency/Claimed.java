@@ -6,6 +6,7 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Wrapper;
 
 /**
  * The claim behind a request that {@link IdempotencyFilter} let through to
@@ -109,6 +110,8 @@ public final class Claimed {
      * connection back to the pool, so this throws IllegalStateException then,
      * and the connection it gave before, its statements and result sets
      * throw SQLException (55000) at any use but close(), which does nothing.
+     * None of them unwraps to the driver's own object (SQLException 0A000):
+     * that would outlive the claim unguarded.
      */
     public synchronized Connection transaction() throws SQLException {
         checkOpen();
@@ -165,6 +168,17 @@ public final class Claimed {
                 case "hashCode" -> System.identityHashCode(proxy);
                 default -> "guarded " + target;
             };
+        }
+        if (m.getDeclaringClass() == Wrapper.class) {
+            // unwrap would hand out the pool's connection (or statement)
+            // itself, beyond the guard: only to what the proxy is already
+            Class<?> iface = (Class<?>) args[0];
+            if (m.getName().equals("isWrapperFor"))
+                return iface.isInstance(proxy);
+            if (iface.isInstance(proxy))
+                return proxy;
+            throw new SQLException("the claim's " + target.getClass().getSimpleName() + " is guarded: unwrap to "
+                                   + iface.getName() + " would let it outlive the claim", "0A000");
         }
         if (settled) {
             switch (m.getName()) {

@@ -117,6 +117,16 @@ abstract class FilterContract {
             kept.put(claim.key(), claim);
             keptConnections.put(claim.key(), claim.transaction());
             keptStatements.put(claim.key(), claim.transaction().prepareStatement("SELECT 1"));
+            Connection tx = claim.transaction();
+            String unwrapped;
+            try {
+                unwrapped = "escaped to " + tx.unwrap(org.postgresql.PGConnection.class);
+            } catch (SQLException e) {
+                unwrapped = e.getSQLState();
+            }
+            keptUnwrapped.put(claim.key(), unwrapped + " " + tx.isWrapperFor(org.postgresql.PGConnection.class)
+                                           + " " + (tx.unwrap(Connection.class) == tx)
+                                           + " " + keptStatements.get(claim.key()).isWrapperFor(org.postgresql.PGStatement.class));
         }
         if (read.contains("\"self\""))
             return run;
@@ -192,6 +202,8 @@ abstract class FilterContract {
     static final Map<String, Claimed> kept = new ConcurrentHashMap<>();
     static final Map<String, PreparedStatement> keptStatements = new ConcurrentHashMap<>();
     static final Map<String, Connection> keptConnections = new ConcurrentHashMap<>();
+    /** What unwrap gave the handler: refused (0A000) beyond the guard. */
+    static final Map<String, String> keptUnwrapped = new ConcurrentHashMap<>();
 
     /**
      * A claim kept past its handler is refused: its transaction ended and
@@ -210,6 +222,8 @@ abstract class FilterContract {
         assertThrows(SQLException.class, ps::executeQuery);
         assertThrows(SQLException.class, ps::getConnection);
         Connection c = keptConnections.get(key);
+        // the handler could not unwrap it to the driver's connection (or statement) while it ran
+        assertEquals("0A000 false true false", keptUnwrapped.get(key));
         assertThrows(SQLException.class, () -> c.prepareStatement("SELECT 1"));
         assertThrows(SQLException.class, c::commit);
         assertEquals(c, c);
