@@ -674,9 +674,14 @@ BEGIN
          * whether the policies apply to its caller): a caller they do not
          * apply to (the owner, a superuser, BYPASSRLS) inserts it anyway.
          * Its key holds a control character, which no key may: it cannot
-         * meet another writer's row, so it never waits.
+         * meet another writer's row, so it never waits.  Its proof's check
+         * (idempotency_key_lock_proof_kept) deferred here, whatever the
+         * caller's SET CONSTRAINTS: it would refuse the proof at once
+         * under IMMEDIATE; the subtransaction's rollback puts the caller's
+         * mode back and drops the check with the proof.
          */
         BEGIN
+            SET CONSTRAINTS idempotency_key_lock_proof_kept DEFERRED;
             INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
             VALUES (scope, E'\x01lock ' OPERATOR(pg_catalog.||) pg_catalog.pg_current_xact_id()::text,
                     'processing', 0, pg_catalog.now(), pg_catalog.now(), pg_catalog.now());

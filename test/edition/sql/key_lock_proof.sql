@@ -42,6 +42,20 @@ VALUES ('proof_a', E'\x01lock x3', 'processing', 0, now(), now(), now());
 ROLLBACK TO SAVEPOINT s;
 SELECT outcome FROM idem_claim('p3', NULL, 'proof_a');
 COMMIT;
+-- a caller whose constraints are IMMEDIATE: its claims' probes are not
+-- refused, its mode is IMMEDIATE after them, a row of its own is
+SELECT outcome FROM idem_claim('p4', NULL, 'proof_a');
+BEGIN;
+SET CONSTRAINTS ALL IMMEDIATE;
+SELECT outcome FROM idem_claim('p5', NULL, 'proof_a');
+SELECT outcome FROM idem_claim('p6', NULL, 'proof_a', wait => false);
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+VALUES ('proof_a', E'\x01lock x4', 'processing', 0, now(), now(), now());
+ROLLBACK;
+BEGIN;
+SET CONSTRAINTS ALL IMMEDIATE;
+SELECT outcome FROM idem_claim('p5', NULL, 'proof_a');
+COMMIT;
 RESET ROLE;
 -- no proof and no probe row left; the claims' rows are there
 SELECT count(*) AS proofs FROM idempotency_key_lock_proof;
