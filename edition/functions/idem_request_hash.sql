@@ -137,7 +137,7 @@ BEGIN
             out[n] := idem_hash_number(v::numeric);
         WHEN 'object', 'array' THEN
             IF depth < 32
-               AND NOT EXISTS (SELECT FROM jsonb_path_query(v, 'strict $.** ? (@.type() == "number")') AS t(j),
+               AND NOT EXISTS (SELECT FROM jsonb_array_elements(jsonb_path_query_array(v, 'strict $.** ? (@.type() == "number")')) AS t(j),
                                            LATERAL (SELECT j::numeric) AS x(x)
                                WHERE scale(x) > 63 OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33))) THEN
                 out[n] := regexp_replace(v::text,

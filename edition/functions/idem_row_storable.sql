@@ -80,7 +80,7 @@ BEGIN
         END IF;
         size := pg_catalog.pg_column_size(whole);
         /* numeric_out's length: a sign, the digits before the point (0: one), the point and the scale's digits */
-        FOR n IN SELECT v::numeric FROM pg_catalog.jsonb_path_query(whole, 'strict $.** ? (@.type() == "number")') v LOOP
+        FOR n IN SELECT v::numeric FROM pg_catalog.jsonb_array_elements(pg_catalog.jsonb_path_query_array(whole, 'strict $.** ? (@.type() == "number")')) v LOOP
             a := pg_catalog.abs(n);
             IF a OPERATOR(pg_catalog.<) 1e15 THEN
                 numbers := numbers OPERATOR(pg_catalog.+) pg_catalog.length(pg_catalog.trunc(a)::pg_catalog.text);
@@ -118,7 +118,7 @@ BEGIN
                    COALESCE(pg_catalog.sum(c.n) FILTER (WHERE c.t OPERATOR(pg_catalog.=) 'null'), 0)
               INTO containers, scalars, texts, booleans, nulls
               FROM (SELECT v OPERATOR(pg_catalog.#>>) '{}' AS t, pg_catalog.count(*) AS n
-                      FROM pg_catalog.jsonb_path_query(whole, 'strict $.**.type()') v
+                      FROM pg_catalog.jsonb_array_elements(pg_catalog.jsonb_path_query_array(whole, 'strict $.**.type()')) v
                      GROUP BY 1) AS c;
             SELECT COALESCE(pg_catalog.sum(pg_catalog.octet_length(t.s)), 0) AS bytes,
                    COALESCE(pg_catalog.sum(pg_catalog.octet_length(t.s)
@@ -129,10 +129,10 @@ BEGIN
                    pg_catalog.count(*) FILTER (WHERE t.key) AS keys
               INTO strings
               FROM (SELECT v OPERATOR(pg_catalog.#>>) '{}' AS s, false AS key
-                      FROM pg_catalog.jsonb_path_query(whole, 'strict $.** ? (@.type() == "string")') v
+                      FROM pg_catalog.jsonb_array_elements(pg_catalog.jsonb_path_query_array(whole, 'strict $.** ? (@.type() == "string")')) v
                     UNION ALL
                     SELECT v OPERATOR(pg_catalog.#>>) '{}', true
-                      FROM pg_catalog.jsonb_path_query(whole, 'strict $.** ? (@.type() == "object").keyvalue().key') v) AS t;
+                      FROM pg_catalog.jsonb_array_elements(pg_catalog.jsonb_path_query_array(whole, 'strict $.** ? (@.type() == "object").keyvalue().key')) v) AS t;
             /* 2 a token: each container's start and end, each key, each scalar (a scalar response: in an array) */
             tokens := (2 OPERATOR(pg_catalog.*) containers) OPERATOR(pg_catalog.+) strings.keys;
             tokens := (tokens OPERATOR(pg_catalog.+) scalars)
