@@ -134,15 +134,27 @@ class Claim {
     return s.guard.client;
   }
 
-  async _tx() {
+  // own: respond's, after it settled the claim; else the handler's
+  async _tx(own = false) {
     const s = this._s;
     if (!s.db) {
       const db = await s.cfg.pool.connect();
+      // settled while it waited for the connection (the timeout: a pool run
+      // dry is when it fires): the claim has no transaction any more
+      if (s.settled && !own) {
+        db.release();
+        throw Object.assign(new Error('pg-idempotency: the claim was answered already'), { code: '55000' });
+      }
       try {
         await db.query('BEGIN');
       } catch (err) {
         db.release(err);
         throw IdempotencyError.from(err);
+      }
+      if (s.settled && !own) {
+        const bad = await db.query('ROLLBACK').then(() => undefined, (x) => x);
+        db.release(bad);
+        throw Object.assign(new Error('pg-idempotency: the claim was answered already'), { code: '55000' });
       }
       s.db = db;
     }
@@ -169,7 +181,7 @@ class Claim {
     const text = json === null || json === undefined || typeof json === 'string' ? json ?? null : JSON.stringify(json);
     let stored;
     try {
-      const db = await this._tx();
+      const db = await this._tx(true);
       const r = await db.query('SELECT idem_complete($1, $2, $3::jsonb, $4, $5::bigint), $3::jsonb::text AS response',
         [s.key, status, text, s.scope, s.committed ? s.claim.token : null]);
       await db.query('COMMIT');

@@ -369,3 +369,27 @@ test('timers beyond what Node can hold are refused, not fired at once', () => {
   assert.throws(() => idempotency({ pool, heartbeatEvery: 3e6 }), /heartbeatEvery/);
   assert.doesNotThrow(() => idempotency({ pool, lease: 1e7 })); // heartbeats then every 2147483 s
 });
+
+test('a committed claim whose tx() waits for a dry pool past the timeout: the connection it then gets goes back', { timeout: 30000 }, async () => {
+  const small = newPool(1);
+  test.after(() => small.end());
+  const got = deferred();
+  const { base, events } = await app({ pool: small, scope: () => 'mw-dry', committed: () => true, timeout: 0.3 },
+    async (req) => {
+      const mine = await small.connect(); // the pool's one connection: tx() waits
+      setTimeout(() => mine.release(), 600);
+      try {
+        await req.idempotency.tx();
+        got.resolve('a transaction');
+      } catch (err) {
+        got.resolve(err.code);
+      }
+    });
+  const key = newKey();
+  problemOf(await post(base, { key, body: { order: key, amount: 19 } }), 503);
+  assert.equal(await got.promise, '55000');
+  assert.equal((await keyRow(pool, key, 'mw-dry')).status, 'failed');
+  for (let i = 0; i < 200 && small.idleCount !== small.totalCount; i++) await new Promise((s) => setTimeout(s, 25));
+  assert.deepEqual([small.totalCount, small.idleCount, small.waitingCount], [1, 1, 0]);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['timeout', 503]]);
+});
