@@ -81,3 +81,13 @@ SELECT count(*) FILTER (WHERE request_hash = idem_request_hash(('[' || repeat('0
        count(*) FILTER (WHERE request_hash = sha256(convert_to('[' || repeat('0,', 600) || '1]', getdatabaseencoding()))) AS short_canonical
   FROM idempotency_keys WHERE scope = 'hash_paths';
 ROLLBACK;
+
+-- the walk (a number outside 10^-32..10^33) copies each container it
+-- enters: 5,000 levels of objects around 1e100 hash as the canonical text
+-- written by hand; 3,000 levels around 1e100 and a string of 100 kB would
+-- copy 300 MB (time in the product of depth and size): refused, 54000,
+-- past 64 times its size and 256 MB
+\set VERBOSITY terse
+SELECT idem_request_hash((repeat('{"a": ', 5000) || '1e100' || repeat('}', 5000))::jsonb)
+       = sha256(convert_to(repeat('{"a":', 5000) || '1e100' || repeat('}', 5000), getdatabaseencoding())) AS deep_hashed;
+SELECT idem_request_hash((repeat('[', 3000) || '1e100, "' || repeat('x', 100000) || '"' || repeat(']', 3000))::jsonb);
