@@ -125,7 +125,7 @@ DECLARE
     keys text[];
     items jsonb[];
     copied bigint := 0;
-    budget constant bigint := 64 * pg_column_size(request)::bigint + 268435456;
+    budget constant bigint := 64 * pg_column_size(vals[1])::bigint + 268435456;   -- (its size uncompressed)
 BEGIN
     WHILE top > 0 LOOP
         v := vals[top];
@@ -156,7 +156,7 @@ BEGIN
                 RAISE EXCEPTION USING ERRCODE = '54000',
                     MESSAGE = 'request is nested too deeply to hash in the SQL edition',
                     DETAIL = format('Its canonical form would copy more than %s bytes (64 times its %s bytes, and 256 MB): it holds a number outside 10^-32..10^33 under levels that each hold much of it.',
-                                    budget, pg_column_size(request)),
+                                    budget, pg_column_size(vals[1])),
                     HINT = 'Send the request less deeply nested; the C build hashes it.';
             END IF;
             IF jsonb_typeof(v) = 'object' THEN
