@@ -101,6 +101,9 @@ function guardConnection(state, db) {
   });
 }
 
+const settledError = () => Object.assign(new Error('pg-idempotency: the claim was answered already'),
+  { code: '55000', settled: true });
+
 // What the handler of a claimed request gets as req.idempotency.
 class Claim {
   constructor(state) {
@@ -128,37 +131,51 @@ class Claim {
   // Guarded: refused once the claim is settled (guardConnection).
   async tx() {
     const s = this._s;
-    if (s.settled) throw new Error('pg-idempotency: the claim was answered already');
+    if (s.settled) throw settledError();
     const db = await this._tx();
     if (!s.guard || s.guard.db !== db) s.guard = { db, client: guardConnection(s, db) };
     return s.guard.client;
   }
 
-  // own: respond's, after it settled the claim; else the handler's
+  // The claim's transaction, begun at the first call; calls meanwhile wait
+  // for the same one.  own: respond's, after it settled the claim; else
+  // the handler's, refused once the claim is settled.
   async _tx(own = false) {
     const s = this._s;
-    if (!s.db) {
-      const db = await s.cfg.pool.connect();
-      // settled while it waited for the connection (the timeout: a pool run
-      // dry is when it fires): the claim has no transaction any more
-      if (s.settled && !own) {
-        db.release();
-        throw Object.assign(new Error('pg-idempotency: the claim was answered already'), { code: '55000' });
-      }
+    while (!s.db) {
+      if (!s.opening) s.opening = this._open(own).finally(() => { s.opening = null; });
       try {
-        await db.query('BEGIN');
+        await s.opening;
       } catch (err) {
-        db.release(err);
-        throw IdempotencyError.from(err);
+        // the handler's, refused as the claim settled: respond opens its own
+        if (!(own && err.settled)) throw err;
       }
-      if (s.settled && !own) {
-        const bad = await db.query('ROLLBACK').then(() => undefined, (x) => x);
-        db.release(bad);
-        throw Object.assign(new Error('pg-idempotency: the claim was answered already'), { code: '55000' });
-      }
-      s.db = db;
     }
     return s.db;
+  }
+
+  async _open(own) {
+    const s = this._s;
+    const db = await s.cfg.pool.connect();
+    // settled while it waited for the connection (the timeout: a pool run
+    // dry is when it fires): the claim has no transaction any more
+    if (s.settled && !own) {
+      db.release();
+      throw settledError();
+    }
+    try {
+      await db.query('BEGIN');
+    } catch (err) {
+      db.release(err);
+      throw IdempotencyError.from(err);
+    }
+    if (s.settled && !own) {
+      const bad = await db.query('ROLLBACK').then(() => undefined, (x) => x);
+      db.release(bad);
+      throw settledError();
+    }
+    s.db = db;
+    return db;
   }
 
   // Records a recovery point (fenced by the token): a claim that takes the
@@ -166,7 +183,7 @@ class Claim {
   // over meanwhile.
   async checkpoint(point) {
     const s = this._s;
-    if (s.settled) throw new Error('pg-idempotency: the claim was answered already');
+    if (s.settled) throw settledError();
     const db = s.committed ? s.cfg.pool : await this._tx();
     await client.checkpoint(db, s.key, point, s.scope, s.claim.token);
   }
@@ -364,7 +381,7 @@ function idempotency(options = {}) {
     const key = req.headers['idempotency-key'];
     const state = {
       cfg, req, res, key: typeof key === 'string' ? key : '', scope: '', committed: false,
-      claim: null, claimElapsed: null, db: null, guard: null, beat: null, timer: null, lost: false,
+      claim: null, claimElapsed: null, db: null, opening: null, guard: null, beat: null, timer: null, lost: false,
       settled: false,
     };
     state.report = (outcome, status, sqlstate) => {

@@ -393,3 +393,25 @@ test('a committed claim whose tx() waits for a dry pool past the timeout: the co
   assert.deepEqual([small.totalCount, small.idleCount, small.waitingCount], [1, 1, 0]);
   assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['timeout', 503]]);
 });
+
+test('a committed claim\'s tx() called twice at once: one transaction, both calls get it, no connection left out', { timeout: 30000 }, async () => {
+  const small = newPool(2);
+  test.after(() => small.end());
+  const { base } = await app({ pool: small, scope: () => 'mw-twice', committed: () => true }, async (req) => {
+    const idem = req.idempotency;
+    try {
+      const [a, b] = await Promise.all([idem.tx(), idem.tx()]);
+      const r = await a.query(INSERT, [idem.scope, idem.body.order, idem.body.amount]);
+      assert.equal(a, b);
+      await idem.respond(201, r.rows[0].response);
+    } catch (err) {
+      await idem.error(err);
+    }
+  });
+  const key = newKey();
+  const r = await post(base, { key, body: { order: key, amount: 23 } });
+  assert.equal(r.status, 201, r.text);
+  for (let i = 0; i < 200 && small.idleCount !== small.totalCount; i++) await new Promise((s) => setTimeout(s, 25));
+  assert.equal(small.idleCount, small.totalCount, 'a connection was left checked out');
+  assert.equal(await paymentsFor(pool, 'mw-twice', key), 1);
+});
