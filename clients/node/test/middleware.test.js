@@ -17,6 +17,15 @@ const INSERT = `INSERT INTO payments (scope, order_id, amount) VALUES ($1, $2, $
                 RETURNING jsonb_build_object('payment_id', id, 'order', order_id, 'amount', amount)::text AS response`;
 
 // A payment handler: the payment in the claim's transaction, then respond.
+// Every connection of the pool (six) is outside any transaction: a claim's
+// connection was given back, none left in its transaction.
+async function assertPoolIdle() {
+  const all = await Promise.all(Array.from({ length: 6 }, () => pool.connect()));
+  const idle = await Promise.all(all.map((c) => c.query('SELECT now() = statement_timestamp() AS idle')));
+  all.forEach((c) => c.release());
+  assert.deepEqual(idle.map((t) => t.rows[0].idle), Array(6).fill(true));
+}
+
 async function pay(req) {
   const idem = req.idempotency;
   try {
@@ -300,11 +309,7 @@ test('the connection tx() gave is refused once the claim is answered (55000): it
   other.release();
   assert.equal(await paymentsFor(pool, 'mw-kept', key), 1);
   assert.equal((await keyRow(pool, key, 'mw-kept')).status, 'completed');
-  // every connection of the pool is outside any transaction
-  const all = await Promise.all(Array.from({ length: 6 }, () => pool.connect()));
-  const idle = await Promise.all(all.map((c) => c.query('SELECT now() = statement_timestamp() AS idle')));
-  all.forEach((c) => c.release());
-  assert.deepEqual(idle.map((t) => t.rows[0].idle), Array(6).fill(true));
+  await assertPoolIdle();
 });
 
 test('a handler that never answers: undone after timeout, 503 + Retry-After, the key free, its connection refused', { timeout: 30000 }, async () => {
@@ -332,10 +337,7 @@ test('a handler that never answers: undone after timeout, 503 + Retry-After, the
   assert.equal(retry.status, 201, retry.text);
   assert.equal(await paymentsFor(pool, 'mw-timeout', body.order), 1);
   assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['timeout', 503], ['new', 201]]);
-  const all = await Promise.all(Array.from({ length: 6 }, () => pool.connect()));
-  const idle = await Promise.all(all.map((c) => c.query('SELECT now() = statement_timestamp() AS idle')));
-  all.forEach((c) => c.release());
-  assert.deepEqual(idle.map((t) => t.rows[0].idle), Array(6).fill(true));
+  await assertPoolIdle();
 });
 
 test('a committed claim whose handler hangs: recorded failed after timeout, its heartbeats stopped, a retry reclaims it', { timeout: 30000 }, async () => {
