@@ -36,7 +36,9 @@
  * time in the product of its size and depth (8,000 levels around a string
  * of 400 kB: 17 s): the walk stops, 54000, once it would copy more than 64
  * times the document's size and 256 MB (a document nested at most 32 deep
- * never comes near: each level is copied once).
+ * never comes near: each level is copied once); and a document over 64 MB
+ * as jsonb is refused, 54000 (jsonpath's arrays of its items would pass
+ * 2^24 items: XX000).
  */
 
 /*
@@ -127,6 +129,7 @@ DECLARE
     copied bigint := 0;
     budget constant bigint := 64 * pg_column_size(vals[1])::bigint + 268435456;   -- (its size uncompressed)
 BEGIN
+    --@ check_document_size DOC=request
     WHILE top > 0 LOOP
         v := vals[top];
         lit := lits[top];
@@ -221,6 +224,7 @@ BEGIN
     IF h IS NOT NULL THEN
         RETURN h;
     END IF;
+    --@ check_document_size DOC=request
     numbers := jsonb_path_query_array(request, 'strict $.** ? (@.type() == "number")');
     /*
      * Then the common case, in as few statements as can be (each costs

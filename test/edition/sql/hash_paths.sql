@@ -91,3 +91,20 @@ ROLLBACK;
 SELECT idem_request_hash((repeat('{"a": ', 5000) || '1e100' || repeat('}', 5000))::jsonb)
        = sha256(convert_to(repeat('{"a":', 5000) || '1e100' || repeat('}', 5000), getdatabaseencoding())) AS deep_hashed;
 SELECT idem_request_hash((repeat('[', 3000) || '1e100, "' || repeat('x', 100000) || '"' || repeat(']', 3000))::jsonb);
+
+-- at most 64 MB as jsonb (2^26 bytes, uncompressed): jsonpath's arrays of
+-- a document's items would pass the 2^24 items PostgreSQL builds at most
+-- (18 million integers: XX000, invalid memory alloc request size): a
+-- request of 2^26 bytes is hashed as the canonical text written by hand,
+-- one byte more refused, 54000, given or read compressed from a table,
+-- by each function that hashes
+SELECT pg_column_size(r) AS bytes,
+       idem_request_hash(r) = sha256(convert_to('["' || repeat('x', 67108852) || '"]', getdatabaseencoding())) AS hashed
+  FROM (SELECT jsonb_build_array(repeat('x', 67108852))) AS t(r);
+SELECT idem_request_hash(jsonb_build_array(repeat('x', 67108853)));
+SELECT idem_hash_canonical(jsonb_build_array(repeat('x', 67108853)));   -- the walk's own entry too
+CREATE TEMP TABLE large_request AS SELECT jsonb_build_object('a', repeat('x', 67108864), 'n', 1e40) AS r;
+SELECT pg_column_compression(r) AS compression, pg_column_size(r) < 1048576 AS small_stored FROM large_request;
+SELECT idem_request_hash(r) FROM large_request;
+SELECT (idem_claim('large', r, 'hash_paths')).outcome FROM large_request;
+DROP TABLE large_request;

@@ -68,9 +68,29 @@ SELECT k, depth, pg_column_size(r) < 250000 AS short_stored, idem_row_storable(r
                     UNION ALL SELECT i + 1, jsonb_build_array(r) FROM d WHERE i < depth)
                 SELECT r FROM d WHERE i = depth) AS s
  ORDER BY depth, k;
--- and by type, keys and strings too: a response at the limit, one byte over
-SELECT n, idem_row_storable(r, NULL, NULL) AS storable
-  FROM (VALUES (0), (1)) AS t(n),
-       LATERAL (SELECT jsonb_build_object('k"\' || chr(1), jsonb_agg('1e131071'::jsonb), 'pad', repeat('x', 126921 + n), 't', true, 'f', null) AS r
+-- and by type, keys and strings too: a response at the limit, one byte
+-- over, its key holding a control character that jsonb prints as \u0001
+-- or as \t or \n (the C build counts 6 each; the edition takes jsonb's
+-- text of its strings and adds 4 for each of \b \f \n \r \t): the C
+-- build's answers
+SELECT c, n, idem_row_storable(r, NULL, NULL) AS storable
+  FROM (VALUES (1), (9), (10)) AS u(c), (VALUES (0), (1)) AS t(n),
+       LATERAL (SELECT jsonb_build_object('k"\' || chr(c), jsonb_agg('1e131071'::jsonb), 'pad', repeat('x', 126921 + n), 't', true, 'f', null) AS r
                   FROM generate_series(1, 2047)) AS s
+ ORDER BY c, n;
+-- at most 64 MB as jsonb (2^26 bytes), counted (a string of 64 MB: 3 s);
+-- one byte more, not storable, before any count (the counts' jsonpath
+-- arrays would pass 2^24 items: 18 million booleans, XX000), where the C
+-- build takes one whose text is within 256 MB (docs/managed.md, "response
+-- size"); idem_complete says why
+SELECT pg_column_size(r) AS bytes, idem_row_storable(r, NULL, NULL) AS storable
+  FROM (VALUES (67108852), (67108853)) AS t(n), LATERAL (SELECT jsonb_build_array(repeat('x', n))) AS s(r)
  ORDER BY n;
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+BEGIN;
+SELECT (idem_claim('large', '{}', 'row_storable_path')).outcome;
+SELECT idem_complete('large', 200, jsonb_build_array(repeat('x', 67108853)), 'row_storable_path');
+ROLLBACK;
+\set VERBOSITY terse
+\set SHOW_CONTEXT errors
