@@ -166,10 +166,8 @@ BEGIN
     IF whole IS NOT NULL AND NOT idem_row_storable(whole, NULL, NULL) THEN
         RAISE EXCEPTION USING ERRCODE = '54000',
             MESSAGE = 'response is too large to store',
-            DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is %s', key, scope,
-                                       CASE WHEN pg_catalog.pg_column_size(whole) OPERATOR(pg_catalog.>) 67108864
-                                       THEN 'larger than 64 MB as jsonb, more than the SQL edition can count (the C build stores a response up to 256 MB as text).'
-                                       ELSE 'longer than 256 MB as text; pg_dump writes each row in one piece of at most 1 GB.' END),
+            DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
+                                       key, scope, 256),
             HINT = 'Store a reference to the body, or a digest of it, instead.';
     END IF;
 END

@@ -597,10 +597,8 @@ BEGIN
                 END IF;
                 IF resp IS NOT NULL AND NOT _IDEM_SCHEMA_.idem_row_storable(resp, NULL, NULL) THEN
                     RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
-                        DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is %s', key, scope,
-                                                   CASE WHEN pg_catalog.pg_column_size(resp) OPERATOR(pg_catalog.>) 67108864
-                                                   THEN 'larger than 64 MB as jsonb, more than the SQL edition can count (the C build stores a response up to 256 MB as text).'
-                                                   ELSE 'longer than 256 MB as text; pg_dump writes each row in one piece of at most 1 GB.' END),
+                        DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
+                                                   key, scope, 256),
                         HINT = 'Store a reference to the body, or a digest of it, instead.';
                 END IF;
                 --@ next_token VAR=new_token SEQ=_IDEM_SCHEMA_.idempotency_token_seq

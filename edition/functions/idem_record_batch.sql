@@ -106,10 +106,8 @@ BEGIN
         PERFORM idem__check_key(v_keys[i], v_scope);
         IF v_responses[i] IS NOT NULL AND NOT idem_row_storable(v_responses[i], NULL, NULL) THEN
             RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
-                DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is %s', v_keys[i], v_scope,
-                                           CASE WHEN pg_catalog.pg_column_size(v_responses[i]) OPERATOR(pg_catalog.>) 67108864
-                                           THEN 'larger than 64 MB as jsonb, more than the SQL edition can count (the C build stores a response up to 256 MB as text).'
-                                           ELSE 'longer than 256 MB as text; pg_dump writes each row in one piece of at most 1 GB.' END),
+                DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
+                                           v_keys[i], v_scope, 256),
                 HINT = 'Store a reference to the body, or a digest of it, instead.';
         END IF;
     END LOOP;

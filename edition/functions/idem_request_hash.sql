@@ -36,9 +36,10 @@
  * time in the product of its size and depth (8,000 levels around a string
  * of 400 kB: 17 s): the walk stops, 54000, once it would copy more than 64
  * times the document's size and 256 MB (a document nested at most 32 deep
- * never comes near: each level is copied once); and a document over 64 MB
- * as jsonb is refused, 54000 (jsonpath's arrays of its items would pass
- * 2^24 items: XX000).
+ * never comes near: each level is copied once); and a document over 16 MB
+ * as jsonb is refused, 54000, and one that the walk takes over 4 MB: the
+ * ways hold arrays of its items, 100 bytes an item and more (past 2^24
+ * items, jsonpath fails: XX000; past 2^28 characters, regexp_replace).
  */
 
 /*
@@ -129,7 +130,7 @@ DECLARE
     copied bigint := 0;
     budget constant bigint := 64 * pg_column_size(vals[1])::bigint + 268435456;   -- (its size uncompressed)
 BEGIN
-    --@ check_document_size DOC=request
+    --@ check_document_size DOC=request MAX=4194304
     WHILE top > 0 LOOP
         v := vals[top];
         lit := lits[top];
@@ -224,7 +225,7 @@ BEGIN
     IF h IS NOT NULL THEN
         RETURN h;
     END IF;
-    --@ check_document_size DOC=request
+    --@ check_document_size DOC=request MAX=16777216
     numbers := jsonb_path_query_array(request, 'strict $.** ? (@.type() == "number")');
     /*
      * Then the common case, in as few statements as can be (each costs

@@ -19,8 +19,8 @@
  * the count itself, by jsonpath (each key by .keyvalue(), which copies its
  * value: at most 16 times S, for a response nested at most 16 deep); a
  * response nested deeper: its text's length, printed, when that costs at
- * most 16 times S (N <= 10 S), else false, where the C build may take it;
- * and one over 64 MB as jsonb, false (docs/managed.md, "response size").
+ * most 16 times S (N <= 10 S), else false, where the C build may take it
+ * (docs/managed.md, "response size").
  *
  * It keeps its SET clause, though the CHECK calls it for every write of a
  * key (a call with a SET clause costs more than its work): without it, it
@@ -79,17 +79,13 @@ BEGIN
         END IF;
         size := pg_catalog.pg_column_size(whole);
         /*
-         * Over 64 MB, false: the counts below build jsonb arrays of the
-         * response's items (numbers, types, strings, keys), and PostgreSQL
-         * builds no array of more than 2^24 items (its next doubling asks
-         * for 1 GB: XX000).  Each item takes 4 bytes of the response at
-         * least (its entry in its container), so one of at most 2^26 bytes
-         * holds at most 2^24.  The C build takes a larger one whose text is
+         * The counts below hold jsonb arrays of the response's items
+         * (numbers, types, strings, keys), 100 to 250 bytes an item in a
+         * backend's memory, and jsonpath builds no array of more than 2^24
+         * items (XX000): a response of more than 16.7 million items (64 MB
+         * at least) fails, where the C build takes it when its text is
          * within 256 MB (docs/managed.md, "response size").
          */
-        IF size OPERATOR(pg_catalog.>) 67108864 THEN
-            RETURN false;
-        END IF;
         /* numeric_out's length: a sign, the digits before the point (0: one), the point and the scale's digits */
         FOR n IN SELECT v::numeric FROM pg_catalog.jsonb_array_elements(pg_catalog.jsonb_path_query_array(whole, 'strict $.** ? (@.type() == "number")')) v LOOP
             a := pg_catalog.abs(n);

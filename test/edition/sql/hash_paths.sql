@@ -92,19 +92,31 @@ SELECT idem_request_hash((repeat('{"a": ', 5000) || '1e100' || repeat('}', 5000)
        = sha256(convert_to(repeat('{"a":', 5000) || '1e100' || repeat('}', 5000), getdatabaseencoding())) AS deep_hashed;
 SELECT idem_request_hash((repeat('[', 3000) || '1e100, "' || repeat('x', 100000) || '"' || repeat(']', 3000))::jsonb);
 
--- at most 64 MB as jsonb (2^26 bytes, uncompressed): jsonpath's arrays of
--- a document's items would pass the 2^24 items PostgreSQL builds at most
--- (18 million integers: XX000, invalid memory alloc request size): a
--- request of 2^26 bytes is hashed as the canonical text written by hand,
--- one byte more refused, 54000, given or read compressed from a table,
--- by each function that hashes
+-- at most 16 MB as jsonb (2^24 bytes, uncompressed; the walk, 4 MB): the
+-- ways hold arrays of a document's items, 100 bytes an item and more
+-- (past 2^24 items, jsonpath fails: XX000); a request of 2^24 bytes is
+-- hashed as the canonical text written by hand, one byte more refused,
+-- 54000, given, read compressed from a table or stored out of line (whose
+-- size pg_column_size gives without its header), by each function that
+-- hashes; the walk's (a number outside 10^-32..10^33) at 2^22 bytes and
+-- one more
 SELECT pg_column_size(r) AS bytes,
-       idem_request_hash(r) = sha256(convert_to('["' || repeat('x', 67108852) || '"]', getdatabaseencoding())) AS hashed
-  FROM (SELECT jsonb_build_array(repeat('x', 67108852))) AS t(r);
-SELECT idem_request_hash(jsonb_build_array(repeat('x', 67108853)));
-SELECT idem_hash_canonical(jsonb_build_array(repeat('x', 67108853)));   -- the walk's own entry too
-CREATE TEMP TABLE large_request AS SELECT jsonb_build_object('a', repeat('x', 67108864), 'n', 1e40) AS r;
+       idem_request_hash(r) = sha256(convert_to('["' || repeat('x', 16777204) || '"]', getdatabaseencoding())) AS hashed
+  FROM (SELECT jsonb_build_array(repeat('x', 16777204))) AS t(r);
+SELECT idem_request_hash(jsonb_build_array(repeat('x', 16777205)));
+SELECT pg_column_size(r) AS bytes,
+       idem_request_hash(r) = sha256(convert_to('[1e40,"' || repeat('x', 4194280) || '"]', getdatabaseencoding())) AS walked
+  FROM (SELECT jsonb_build_array(1e40, repeat('x', 4194280))) AS t(r);
+SELECT idem_request_hash(jsonb_build_array(1e40, repeat('x', 4194281)));
+SELECT idem_hash_canonical(jsonb_build_array(repeat('x', 4194293)));   -- the walk's own entry
+CREATE TEMP TABLE large_request AS SELECT jsonb_build_object('a', repeat('x', 16777216), 'n', 1) AS r;
 SELECT pg_column_compression(r) AS compression, pg_column_size(r) < 1048576 AS small_stored FROM large_request;
 SELECT idem_request_hash(r) FROM large_request;
 SELECT (idem_claim('large', r, 'hash_paths')).outcome FROM large_request;
-DROP TABLE large_request;
+CREATE TEMP TABLE external_request (n integer, r jsonb);
+ALTER TABLE external_request ALTER r SET STORAGE EXTERNAL;
+INSERT INTO external_request SELECT n, jsonb_build_array(repeat('x', n)) FROM (VALUES (16777204), (16777205)) AS t(n);
+SELECT n, pg_column_size(r) AS stored, pg_column_compression(r) AS compression FROM external_request ORDER BY n;
+SELECT length(idem_request_hash(r)) AS bytes FROM external_request WHERE n = 16777204;
+SELECT idem_request_hash(r) FROM external_request WHERE n = 16777205;
+DROP TABLE large_request, external_request;

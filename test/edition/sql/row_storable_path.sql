@@ -78,19 +78,3 @@ SELECT c, n, idem_row_storable(r, NULL, NULL) AS storable
        LATERAL (SELECT jsonb_build_object('k"\' || chr(c), jsonb_agg('1e131071'::jsonb), 'pad', repeat('x', 126921 + n), 't', true, 'f', null) AS r
                   FROM generate_series(1, 2047)) AS s
  ORDER BY c, n;
--- at most 64 MB as jsonb (2^26 bytes), counted (a string of 64 MB: 3 s);
--- one byte more, not storable, before any count (the counts' jsonpath
--- arrays would pass 2^24 items: 18 million booleans, XX000), where the C
--- build takes one whose text is within 256 MB (docs/managed.md, "response
--- size"); idem_complete says why
-SELECT pg_column_size(r) AS bytes, idem_row_storable(r, NULL, NULL) AS storable
-  FROM (VALUES (67108852), (67108853)) AS t(n), LATERAL (SELECT jsonb_build_array(repeat('x', n))) AS s(r)
- ORDER BY n;
-\set VERBOSITY default
-\set SHOW_CONTEXT never
-BEGIN;
-SELECT (idem_claim('large', '{}', 'row_storable_path')).outcome;
-SELECT idem_complete('large', 200, jsonb_build_array(repeat('x', 67108853)), 'row_storable_path');
-ROLLBACK;
-\set VERBOSITY terse
-\set SHOW_CONTEXT errors
