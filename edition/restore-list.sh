@@ -17,6 +17,11 @@
 #          SECURITY entries are kept instead); everything of the
 #          application's
 #   left   the key-lock secret of the SQL edition (the target has its own);
+#          the schema the extension's table is in (CREATE SCHEMA: the
+#          target has it, the edition being installed there first, as
+#          Supabase's schema extensions is there already); the extension
+#          whether named idempotency or HANDLE@idempotency (installed from
+#          database.dev);
 #          from a database with pg_tle: the pg_tle extension, its schema
 #          pgtle and everything in it (the registration functions
 #          pgtle."idempotency.control"() and "idempotency--V.sql"() that
@@ -33,10 +38,11 @@ awk '
 function ours(name) {
 	# the name, then the owner (and the arguments of a function between them)
 	return name ~ /^(idempotency_keys|idempotency_row_security|idempotency_token_seq|idempotency_status|idempotency_stats|idempotency_key_lock_secret|idempotency_key_lock_proof)( |$)/ ||
-	       name ~ /^_?idem_[a-z0-9_]*\(/ || name ~ /^"?idempotency(\.control|--[0-9.-]+\.sql)"?\(/
+	       name ~ /^_?idem_[a-z0-9_]*\(/ || name ~ /^"?([A-Za-z0-9_-]+@)?idempotency(\.control|--[0-9.-]+\.sql)"?\(/
 }
 { line[NR] = $0 }
 /^[0-9]+; [0-9]+ [0-9]+ POLICY [^ ]+ idempotency_keys / { policies = 1 }
+/^[0-9]+; [0-9]+ [0-9]+ TABLE DATA [^ ]+ idempotency_keys / { split($0, s, " "); home = s[6] }
 END {
 	for (i = 1; i <= NR; i++) {
 		l = line[i]
@@ -46,7 +52,13 @@ END {
 			# f[1] "ID;" f[2] catalog oid, f[3] object oid, then the type (one or more words), schema, name..., owner
 			rest = l
 			sub(/^[0-9]+; [0-9]+ [0-9]+ /, "", rest)
-			if (rest ~ /^EXTENSION - idempotency( |$)/ || rest ~ /^COMMENT - EXTENSION idempotency( |$)/)
+			if (rest ~ /^EXTENSION - ([A-Za-z0-9_-]+@)?idempotency( |$)/ ||
+			    rest ~ /^COMMENT - EXTENSION "?([A-Za-z0-9_-]+@)?idempotency"?( |$)/)
+				# (HANDLE@idempotency: installed from database.dev)
+				drop = 1
+			else if (home != "" && rest ~ /^SCHEMA - / && split(rest, g, " ") >= 3 && g[3] == home)
+				# the schema the edition is in: the target has it, the
+				# edition being installed there first
 				drop = 1
 			else if (rest ~ /^(EXTENSION - |COMMENT - EXTENSION )pg_tle( |$)/ ||
 			         rest ~ /^(SCHEMA - |(ACL|COMMENT) - SCHEMA )pgtle( |$)/ ||

@@ -24,6 +24,15 @@
 #             idempotency-pgtle script; the database's owner, no superuser,
 #             runs CREATE EXTENSION idempotency; update paths (one per
 #             edition/updates/FROM--TO.sql: none yet)
+#   dbdev/*   database.dev (Supabase): the migration Supabase's dbdev CLI
+#             writes from edition/dist/dbdev (dbdev_add below), under the
+#             name a published package has (HANDLE@idempotency) into schema
+#             extensions, run by supa_admin (NOSUPERUSER CREATEROLE
+#             CREATEDB, granted pgtle_admin: Supabase's postgres role); the
+#             package README's SQL blocks (grants, then its example as the
+#             service: new, then replay); the database dumped by pg_dump and
+#             restored with edition/restore-list.sh's list into a second one
+#             where the same migration ran: the same rows, the same replay
 #   each installation: an application role granted idempotency_app
 #             claims, completes, replays; PUBLIC reaches nothing; the
 #             application cannot call idem_expire or idem_resolve, a role
@@ -185,6 +194,132 @@ elif [ -n "$tle_ready" ]; then
 		"SELECT count(*) FROM pgtle.extension_update_paths('idempotency') WHERE path IS NOT NULL AND source = '$version'"
 	[ -n "$latest" ] && check "pgtle/alter-extension-update (to $latest)" "$latest" app_owner payments \
 		"ALTER EXTENSION idempotency UPDATE TO '$latest'; SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"
+fi
+
+# --- database.dev (Supabase) -------------------------------------------------
+# dbdev_add DIR NAME SCHEMA: the migration "dbdev add -o OUT -s SCHEMA ..."
+# writes for the package in DIR (github.com/supabase/dbdev,
+# cli/src/commands/add.rs, without a connection: the first version by
+# pgtle.install_extension, each further one by
+# pgtle.install_extension_version_sql, each update path, then DROP and
+# CREATE EXTENSION and pgtle.set_default_version), the extension named NAME
+# (HANDLE@idempotency for a package published under HANDLE)
+dbdev_add() {
+	# shellcheck disable=SC2016 # dollar quotes
+	local dir=$1 name=$2 schema=$3 ctl comment dv f v first=1 sep='$sql_Test0dbdev0add0$' csep='$comment_Test0dbdev0add0$'
+	ctl=$dir/idempotency.control
+	comment=$(sed -nE "s/^comment = '(.*)'$/\1/p" "$ctl" | sed "s/''/'/g")
+	dv=$(sed -nE "s/^default_version = '([^']+)'$/\1/p" "$ctl")
+	for f in $(printf '%s\n' "$dir"/idempotency--*.sql | grep -v -- '--.*--' | sort -V); do
+		v=$(basename "$f" .sql)
+		v=${v#idempotency--}
+		if [ -n "$first" ]; then
+			printf "select pgtle.install_extension('%s', '%s', %s%s%s, %s" "$name" "$v" "$csep" "$comment" "$csep" "$sep"
+			cat "$f"
+			printf "%s, array[]::text[] );\n\n" "$sep"
+			first=""
+		else
+			printf "select pgtle.install_extension_version_sql('%s', '%s', %s" "$name" "$v" "$sep"
+			cat "$f"
+			printf "%s);\n\n" "$sep"
+		fi
+	done
+	for f in $(printf '%s\n' "$dir"/idempotency--*--*.sql | sort -V); do
+		[ -e "$f" ] || continue
+		v=$(basename "$f" .sql)
+		v=${v#idempotency--}
+		printf "select pgtle.install_update_path('%s', '%s', '%s', %s" "$name" "${v%%--*}" "${v#*--}" "$sep"
+		cat "$f"
+		printf "%s);\n\n" "$sep"
+	done
+	printf 'drop extension if exists "%s";\ncreate extension "%s" schema "%s" version '"'%s'"';\n' "$name" "$name" "$schema" "$dv"
+	printf "select pgtle.set_default_version('%s', '%s');\n" "$name" "$dv"
+}
+# readme_sql N: the package README's Nth sql block
+readme_sql() {
+	awk -v n="$1" '/^```sql$/ { i++; if (i == n) { on = 1; next } } /^```$/ { on = 0 } on' "$root/edition/dist/dbdev/README.md"
+}
+# dbdev_service: what Supabase has made before the migration runs:
+# supa_admin (its postgres role), databases supa and supa2 owned by it, pg_tle
+# in each, schema extensions on the default search_path; the service's login
+# roles
+dbdev_service() {
+	local db
+	q postgres postgres -c "CREATE ROLE supa_admin LOGIN NOSUPERUSER CREATEROLE CREATEDB" \
+		-c "CREATE ROLE checkout_service LOGIN" -c "CREATE ROLE checkout_ops LOGIN" &&
+		q supa_admin postgres -c "CREATE DATABASE supa" -c "CREATE DATABASE supa2" || return 1
+	for db in supa supa2; do
+		q postgres "$db" -c "CREATE EXTENSION pg_tle" -c "GRANT pgtle_admin TO supa_admin" &&
+			q supa_admin "$db" -c "CREATE SCHEMA extensions" \
+				-c "ALTER DATABASE $db SET search_path = \"\$user\", public, extensions" \
+				-c "GRANT CONNECT ON DATABASE $db TO checkout_service, checkout_ops" || return 1
+	done
+}
+DBDEV=$root/edition/dist/dbdev
+DBDEV_NAME=acme@idempotency
+dbdev_ready=""
+if [ ! -f "$DBDEV/idempotency.control" ] || [ ! -f "$DBDEV/README.md" ]; then
+	notok "dbdev (no $DBDEV/idempotency.control or README.md: make edition first)"
+else
+	dbdev_add "$DBDEV" "$DBDEV_NAME" extensions >"$DIR/dbdev-migration.sql"
+	# the service: supa_admin (Supabase's postgres role), its database with
+	# schema extensions on the default search_path, pg_tle in it
+	if out=$(dbdev_service 2>&1); then
+		if out=$(q supa_admin supa -f "$DIR/dbdev-migration.sql") &&
+			out=$(q supa_admin supa2 -f "$DIR/dbdev-migration.sql"); then
+			dbdev_ready=1
+			check "dbdev/migration (dbdev add's migration of edition/dist/dbdev as supa_admin: extension \"$DBDEV_NAME\" $version in schema extensions, owned by supa_admin)" \
+				"$version|supa_admin|extensions|supa_admin" supa_admin supa \
+				"SELECT e.extversion, pg_get_userbyid(e.extowner), e.extnamespace::regnamespace, pg_get_userbyid(c.relowner)
+				 FROM pg_extension e, pg_class c WHERE e.extname = '$DBDEV_NAME' AND c.oid = 'extensions.idempotency_keys'::regclass"
+		else
+			notok "dbdev/migration (dbdev add's migration of edition/dist/dbdev, as supa_admin)" "$out"
+		fi
+	else
+		notok "dbdev (the service's part: supa_admin, the databases, pg_tle, schema extensions)" "$out"
+	fi
+fi
+if [ -n "$dbdev_ready" ]; then
+	# the README's grants as supa_admin, which on Supabase made the roles
+	# (here owner_cr did: from PostgreSQL 16 on, CREATEROLE alone does not
+	# let another role grant them); its example as checkout_service
+	docs=$(awk '/\(dbdev\/\*\) -->$/ { on = 1; next } on && /^```sql$/ { next } on && /^```$/ { exit } on' "$root/docs/managed.md")
+	if [ -n "$docs" ] && [ "$docs" = "$(readme_sql 1)" ]; then
+		ok "dbdev/docs (docs/managed.md's grants, after its dbdev/* excerpt line, are the package README's)"
+	else
+		notok "dbdev/docs (docs/managed.md's grants, after its dbdev/* excerpt line, are the package README's)" "docs:
+$docs
+README:
+$(readme_sql 1)"
+	fi
+	if out=$(q owner_cr postgres -c "GRANT idempotency_app, idempotency_admin TO supa_admin WITH ADMIN OPTION") &&
+		out=$(readme_sql 1 | q supa_admin supa -f -) && out=$(readme_sql 1 | q supa_admin supa2 -f -); then
+		out=$(readme_sql 2 | q checkout_service supa -f -)
+		check "dbdev/readme (the package README's example: new, then replay)" "replay|201|{\"charge\": \"ch_1\"}" \
+			checkout_service supa "SELECT outcome, response_code, response FROM idem_claim('order-7f3a', '{\"amount\": 3000, \"currency\": \"EUR\"}', 'merchant-42')"
+		[ "$(printf '%s\n' "$out" | tail -n 1)" = "replay|201|{\"charge\": \"ch_1\"}" ] ||
+			notok "dbdev/readme-output (the example's last line)" "$out"
+	else
+		notok "dbdev/readme (the package README's grants, as supa_admin)" "$out"
+	fi
+	# a logical backup restored as docs/managed.md says, into the second
+	# database, where the migration ran: the extension's entry (quoted
+	# in the dump: its name holds @), pg_tle's and its functions left out
+	if out=$(q checkout_service supa -c "SELECT outcome FROM idem_claim('order-open', NULL, 'merchant-42')") &&
+		out=$(pg_dump -h "$DIR" -p "$PORT" -U supa_admin -Fc -f "$DIR/supa.dump" -d supa 2>&1) &&
+		out=$(pg_restore -l "$DIR/supa.dump" | bash "$root/edition/restore-list.sh" >"$DIR/supa.list") &&
+		out=$(pg_restore --exit-on-error -h "$DIR" -p "$PORT" -U supa_admin -d supa2 -L "$DIR/supa.list" "$DIR/supa.dump" 2>&1); then
+		rows="SELECT string_agg(concat_ws(' ', scope, key, status, token, response_code, response::text, request_hash::text), ';' ORDER BY scope, key) || '|' || (SELECT last_value FROM extensions.idempotency_token_seq) FROM extensions.idempotency_keys"
+		src=$(q supa_admin supa -c "$rows")
+		case $src in *"merchant-42 order-7f3a completed"*"merchant-42 order-open processing"*) ;; *) notok "dbdev/restore-source (the two keys in supa)" "$src" ;; esac
+		check "dbdev/restore (pg_dump, restore-list.sh, pg_restore -L into a database with \"$DBDEV_NAME\": the same rows and token sequence)" \
+			"$src" supa_admin supa2 "$rows"
+		check "dbdev/restore-replay (the restored key replays, the open one is in progress)" "replay|201|in_progress" \
+			checkout_service supa2 "SELECT (SELECT concat_ws('|', outcome, response_code) FROM idem_claim('order-7f3a', '{\"amount\": 3000, \"currency\": \"EUR\"}', 'merchant-42')) || '|' || (SELECT outcome FROM idem_claim('order-open', NULL, 'merchant-42', wait => false))"
+	else
+		notok "dbdev/restore (pg_dump, restore-list.sh, pg_restore -L as supa_admin)" "$out
+$(grep -i -E 'EXTENSION|idempotency' "$DIR/supa.list" 2>/dev/null | head -n 20)"
+	fi
 fi
 
 # --- each installation: the application's view ----------------------------
