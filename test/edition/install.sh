@@ -32,7 +32,8 @@
 #             package README's SQL blocks (grants, then its example as the
 #             service: new, then replay); the database dumped by pg_dump and
 #             restored with edition/restore-list.sh's list into a second one
-#             where the same migration ran: the same rows, the same replay
+#             where the same migration ran: the same rows, the same replay;
+#             the migration run again stops before its drop extension
 #   each installation: an application role granted idempotency_app
 #             claims, completes, replays; PUBLIC reaches nothing; the
 #             application cannot call idem_expire or idem_resolve, a role
@@ -320,6 +321,15 @@ $(readme_sql 1)"
 		notok "dbdev/restore (pg_dump, restore-list.sh, pg_restore -L as supa_admin)" "$out
 $(grep -i -E 'EXTENSION|idempotency' "$DIR/supa.list" 2>/dev/null | head -n 20)"
 	fi
+	# the same migration run again (docs/managed.md: it fails before its
+	# drop extension, for a runner that stops at an error): the keys stay
+	out=$(q supa_admin supa -f "$DIR/dbdev-migration.sql" 2>&1)
+	case $out in
+	*"extension \"$DBDEV_NAME\" already installed"*)
+		check "dbdev/migration-again (fails at pgtle.install_extension, already installed; the keys stay)" 2 \
+			supa_admin supa "SELECT count(*) FROM extensions.idempotency_keys" ;;
+	*) notok "dbdev/migration-again (want: extension \"$DBDEV_NAME\" already installed)" "$out" ;;
+	esac
 fi
 
 # --- each installation: the application's view ----------------------------
