@@ -24,6 +24,9 @@
 #             idempotency-pgtle script; the database's owner, no superuser,
 #             runs CREATE EXTENSION idempotency; update paths (one per
 #             edition/updates/FROM--TO.sql: none yet)
+#   readme/*  README's psql lines for a managed service (Install), as
+#             written: the pg_tle one as rds_admin, the plain one as a
+#             database owner with CREATEROLE
 #   dbdev/*   database.dev (Supabase): the migration Supabase's dbdev CLI
 #             writes from edition/dist/dbdev (dbdev_add below), under the
 #             name a published package has (HANDLE@idempotency) into schema
@@ -196,6 +199,40 @@ elif [ -n "$tle_ready" ]; then
 	[ -n "$latest" ] && check "pgtle/alter-extension-update (to $latest)" "$latest" app_owner payments \
 		"ALTER EXTENSION idempotency UPDATE TO '$latest'; SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"
 fi
+
+# --- README's lines for a managed service ----------------------------------
+# the psql commands of the first sh block under README's "## Install" (a
+# line ending in \ continues on the next), run as written from the
+# repository's root, their "-d shop" a database of their own: the pg_tle one
+# by rds_admin (pg_tle made by the service: IF NOT EXISTS), the plain one by
+# owner_cr (CREATEROLE; the roles exist by now)
+readme_cmds() {
+	awk '/^## Install/ { on = 1; next } on && /^## / { exit }
+	     on && /^```sh$/ { blk = 1; next } blk && /^```$/ { exit }
+	     blk { line = line $0; if (line ~ /\\$/) { sub(/\\$/, "", line); next } if (line ~ /^psql /) print line; line = "" }' "$root/README.md"
+}
+readme_run() {
+	local n=0 cmd db role out
+	while IFS= read -r cmd; do
+		n=$((n + 1))
+		case $cmd in
+		*pgtle*) db=shop_readme_tle role=rds_admin ;;
+		*) db=shop_readme_plain role=owner_cr ;;
+		esac
+		if ! out=$(q postgres postgres -c "CREATE DATABASE $db OWNER $role" && q postgres "$db" -c "CREATE EXTENSION pg_tle"); then
+			notok "readme/$db (the service's part)" "$out"
+			continue
+		fi
+		if out=$(cd "$root" && PGHOST=$DIR PGPORT=$PORT PGUSER=$role bash -c "${cmd//-d shop /-d $db }" 2>&1); then
+			check "readme/$db (README's line, as $role: ${cmd:0:60}...)" "idempotency_keys" "$role" "$db" \
+				"SELECT c.relname FROM pg_class c WHERE c.oid = 'idempotency_keys'::regclass"
+		else
+			notok "readme/$db (README's line, as $role: $cmd)" "$out"
+		fi
+	done < <(readme_cmds)
+	[ "$n" = 2 ] || notok "readme (want 2 psql lines in README's first sh block under ## Install, found $n)"
+}
+[ -n "$tle_ready" ] && readme_run
 
 # --- database.dev (Supabase) -------------------------------------------------
 # dbdev_add DIR NAME SCHEMA: the migration "dbdev add -o OUT -s SCHEMA ..."
