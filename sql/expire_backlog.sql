@@ -67,3 +67,29 @@ RESET idempotency.stale_policy;
 SELECT idem_expire() AS reclaim_pass_ends;
 SELECT count(*) FILTER (WHERE status = 'processing') AS processing_left FROM idempotency_keys WHERE scope = 'odd';
 DELETE FROM idempotency_keys;
+
+-- rows whose own times never come (a tenant may INSERT its own: expires_at
+-- infinity, a lease to infinity) written due at infinity, where the stale
+-- claims hold leaves are: a pass gives them a due time no pass reaches, so
+-- that under reclaim they neither stand in front of a held stale claim
+-- (more of them than a batch) nor are locked again at every pass
+DELETE FROM idempotency_keys;
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at, response_code, due_at)
+SELECT 'never', 'c' || i, 'completed', i, now(), now(), 'infinity', 200, 'infinity'
+FROM generate_series(1, 10050) i;
+INSERT INTO idempotency_keys (scope, key, status, token, locked_until, created_at, updated_at, expires_at, due_at)
+SELECT 'never', 'p' || i, 'processing', 20000 + i, 'infinity', now(), now(), 'infinity', 'infinity'
+FROM generate_series(1, 50) i;
+INSERT INTO idempotency_keys (scope, key, status, token, locked_until, created_at, updated_at, expires_at, due_at)
+VALUES ('held', 'stale', 'processing', 30000, now() - interval '1 min', now(), now(), now() + interval '1 day', 'infinity');
+SELECT idem_expire() AS stale_claim_expired;
+SELECT status, retryable, due_at = expires_at AS due_at_expiry FROM idempotency_keys WHERE scope = 'held';
+SELECT count(*) FILTER (WHERE due_at = 'infinity') AS never_left_at_infinity,
+       count(*) FILTER (WHERE due_at = '9999-12-31 00:00:00+00') AS never_due
+FROM idempotency_keys WHERE scope = 'never';
+CREATE TEMP TABLE never_before AS SELECT key, xmax::text AS locker FROM idempotency_keys WHERE scope = 'never';
+SELECT idem_expire() AS nothing_to_do;
+SELECT count(*) AS never_locked_again FROM idempotency_keys k JOIN never_before b USING (key)
+WHERE k.scope = 'never' AND k.xmax::text <> b.locker;
+DROP TABLE never_before;
+DELETE FROM idempotency_keys;

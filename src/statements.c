@@ -102,6 +102,15 @@
  */
 #define HELD_DUE_AT "'infinity'::pg_catalog.timestamptz"
 
+/*
+ * A row whose own times never come (written by hand: expires_at infinity,
+ * a lease to infinity) is due at a time no pass reaches, not at infinity,
+ * where it would be taken, locked and left again by every pass under
+ * reclaim, and stand in front of the stale claims held there.  Far enough
+ * below the end of timestamptz that a restamp's shift cannot overflow it.
+ */
+#define NEVER_DUE_AT "'9999-12-31 00:00:00+00'::pg_catalog.timestamptz"
+
 #define DUE_AT_NO_LATER_THAN(expr) \
 	" due_at = LEAST(due_at, " expr ")"
 
@@ -114,7 +123,7 @@
 	" gone AS (DELETE FROM " KEYS " AS k USING due" \
 	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key AND due.act" EQ "'d' RETURNING 1)," \
 	" stale AS (UPDATE " KEYS " AS k SET status = 'failed', retryable = true," \
-	" locked_until = NULL, updated_at = :now, due_at = k.expires_at FROM due" \
+	" locked_until = NULL, updated_at = :now, due_at = LEAST(k.expires_at, " NEVER_DUE_AT ") FROM due" \
 	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key AND due.act" EQ "'s' RETURNING 1)," \
 	" later AS (UPDATE " KEYS " AS k SET due_at = due.next_due FROM due" \
 	" WHERE k.scope" EQ "due.scope AND k.key" EQ "due.key AND due.act" EQ "'r'" \
@@ -132,15 +141,15 @@
 	" ELSE 'r' END"
 
 /*
- * A row's next due time, when it needs nothing now: after now, or
- * infinity for a stale claim held (and for rows written by hand with
- * times that give no later one).  A row re-keyed to where it was is not
- * written, nor counted as changed, so a pass ends.
+ * A row's next due time, when it needs nothing now: after now (never, for
+ * times that never come), or infinity for a stale claim held (and for rows
+ * written by hand with times that give no later one).  A row re-keyed to
+ * where it was is not written, nor counted as changed, so a pass ends.
  */
 #define EXPIRE_NEXT \
-	"CASE WHEN status" NE "'processing' AND expires_at" GT ":now THEN expires_at" \
+	"CASE WHEN status" NE "'processing' AND expires_at" GT ":now THEN LEAST(expires_at, " NEVER_DUE_AT ")" \
 	" WHEN status" EQ "'processing' AND locked_until" GT ":now AND expires_at" GT ":now" \
-	" THEN LEAST(locked_until, expires_at)" \
+	" THEN LEAST(locked_until, expires_at, " NEVER_DUE_AT ")" \
 	" ELSE " HELD_DUE_AT " END"
 
 /*

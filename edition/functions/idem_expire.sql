@@ -7,7 +7,10 @@
  * (nor blocks) them; each row deleted (past expires_at; a processing one
  * only under stale_policy reclaim), expired (a processing row whose lease
  * ran out, under reclaim: failed, retryable, due at expires_at), or given
- * its next due time.  Under reclaim the stale claims that hold left (due at
+ * its next due time (never, 9999-12-31, for times that never come: a row
+ * written by hand with expires_at infinity, which would otherwise be taken
+ * and locked again by every pass under reclaim, in front of the stale
+ * claims held).  Under reclaim the stale claims that hold left (due at
  * infinity) are taken too.  Returns the rows expired and deleted; max_rows
  * bounds the rows changed of all kinds (NULL: no limit).  Refuses in a
  * read-only transaction (a standby) as the C build does; the scheduled job
@@ -51,11 +54,12 @@ BEGIN
                              AND (k.locked_until IS NULL OR k.locked_until OPERATOR(pg_catalog.<=) now_ts) THEN 's'
                         ELSE 'r' END AS act,
                    CASE WHEN k.status OPERATOR(pg_catalog.<>) 'processing'
-                             AND k.expires_at OPERATOR(pg_catalog.>) now_ts THEN k.expires_at
+                             AND k.expires_at OPERATOR(pg_catalog.>) now_ts
+                             THEN LEAST(k.expires_at, '9999-12-31 00:00:00+00'::timestamptz)
                         WHEN k.status OPERATOR(pg_catalog.=) 'processing'
                              AND k.locked_until OPERATOR(pg_catalog.>) now_ts
                              AND k.expires_at OPERATOR(pg_catalog.>) now_ts
-                             THEN LEAST(k.locked_until, k.expires_at)
+                             THEN LEAST(k.locked_until, k.expires_at, '9999-12-31 00:00:00+00'::timestamptz)
                         ELSE 'infinity'::timestamptz END AS next_due
               FROM idempotency_keys k
              WHERE k.due_at OPERATOR(pg_catalog.<=) now_ts
@@ -68,11 +72,12 @@ BEGIN
                              AND (k.locked_until IS NULL OR k.locked_until OPERATOR(pg_catalog.<=) now_ts) THEN 's'
                         ELSE 'r' END AS act,
                    CASE WHEN k.status OPERATOR(pg_catalog.<>) 'processing'
-                             AND k.expires_at OPERATOR(pg_catalog.>) now_ts THEN k.expires_at
+                             AND k.expires_at OPERATOR(pg_catalog.>) now_ts
+                             THEN LEAST(k.expires_at, '9999-12-31 00:00:00+00'::timestamptz)
                         WHEN k.status OPERATOR(pg_catalog.=) 'processing'
                              AND k.locked_until OPERATOR(pg_catalog.>) now_ts
                              AND k.expires_at OPERATOR(pg_catalog.>) now_ts
-                             THEN LEAST(k.locked_until, k.expires_at)
+                             THEN LEAST(k.locked_until, k.expires_at, '9999-12-31 00:00:00+00'::timestamptz)
                         ELSE 'infinity'::timestamptz END AS next_due
               FROM idempotency_keys k
              WHERE reclaim AND k.due_at OPERATOR(pg_catalog.=) 'infinity'::timestamptz
@@ -83,7 +88,8 @@ BEGIN
                   WHERE k.scope OPERATOR(pg_catalog.=) due.scope AND k.key OPERATOR(pg_catalog.=) due.key
                     AND due.act OPERATOR(pg_catalog.=) 'd' RETURNING 1),
         stale AS (UPDATE idempotency_keys AS k SET status = 'failed', retryable = true,
-                         locked_until = NULL, updated_at = now_ts, due_at = k.expires_at
+                         locked_until = NULL, updated_at = now_ts,
+                         due_at = LEAST(k.expires_at, '9999-12-31 00:00:00+00'::timestamptz)
                     FROM due
                    WHERE k.scope OPERATOR(pg_catalog.=) due.scope AND k.key OPERATOR(pg_catalog.=) due.key
                      AND due.act OPERATOR(pg_catalog.=) 's' RETURNING 1),
