@@ -88,7 +88,7 @@ END {
 			} else {
 				obj = rest
 				if (sub(/^(TABLE|VIEW|SEQUENCE|TYPE|FUNCTION|INDEX) [^ ]+ /, "", obj)) {
-					if (ours(obj) || rest ~ /^INDEX [^ ]+ idempotency_keys_/) drop = 1
+					if (ours(obj) || rest ~ /^INDEX [^ ]+ idempotency_(keys|key_lock_proof)_/) drop = 1
 				} else if (sub(/^(CONSTRAINT|FK CONSTRAINT|TRIGGER|SEQUENCE OWNED BY) [^ ]+ /, "", obj)) {
 					if (obj ~ /^(idempotency_keys|idempotency_row_security|idempotency_key_lock_secret|idempotency_key_lock_proof|idempotency_token_seq) /) drop = 1
 				}

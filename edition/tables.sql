@@ -55,6 +55,12 @@ CREATE UNLOGGED TABLE idempotency_key_lock_proof (
 );
 COMMENT ON TABLE idempotency_key_lock_proof IS
     'SQL edition: a key-lock probe''s proof that its caller may use the scope; never committed';
+/*
+ * Each probe looks for its own proof: by this index, it never steps over
+ * another transaction's (a tenant's transaction left open with proofs of
+ * its own rows, or the dead rows of rolled-back probes before a vacuum).
+ */
+CREATE INDEX idempotency_key_lock_proof_xid_idx ON idempotency_key_lock_proof (xid, scope);
 REVOKE ALL ON TABLE idempotency_key_lock_proof FROM PUBLIC;
 /*
  * Only a row of token 0 fires it (no claim's token is 0); the function

@@ -622,7 +622,12 @@ $idem__key_lock_secret$;
  * The trigger of a key-lock probe row (idem__key_lock_id): the row passed
  * the caller's policies, so its scope is one the caller may use; recorded
  * for idem__key_lock_secret in this (sub)transaction, rolled back with the
- * probe.
+ * probe.  Only for the probe's own key ("\x01lock " and this transaction's
+ * id, which the key's primary key lets a transaction write once a scope):
+ * a tenant writing rows of token 0 as the probe does leaves at most one
+ * proof a scope, not one a row, in front of every other tenant's probes
+ * while its transaction stays open (each probe looks for its own proof by
+ * the table's index: idempotency_key_lock_proof_xid_idx).
  */
 CREATE FUNCTION idem__key_lock_proved() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -630,7 +635,7 @@ SET search_path FROM CURRENT
 AS $idem__key_lock_proved$
 BEGIN
     /* the trigger's WHEN has token 0; the probe's key too */
-    IF pg_catalog.starts_with(NEW.key, E'\x01lock ') THEN
+    IF NEW.key OPERATOR(pg_catalog.=) (E'\x01lock ' OPERATOR(pg_catalog.||) pg_catalog.pg_current_xact_id()::text) THEN
         INSERT INTO idempotency_key_lock_proof (xid, scope) VALUES (pg_catalog.pg_current_xact_id(), NEW.scope);
     END IF;
     RETURN NULL;

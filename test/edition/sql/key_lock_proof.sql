@@ -1,11 +1,13 @@
 -- The SQL edition only: under row level security a claim proves to
 -- idem__key_lock_secret that its caller may use the scope by a probe row
--- (token 0, a key beginning "\x01lock "), whose trigger writes a proof into
--- idempotency_key_lock_proof; the probe rolls back, its proof with it.  A
--- row written as the probe writes it, by a tenant itself, must not leave a
--- proof behind (committed proofs would stay for good, and every later
--- probe reads them all): such a proof is refused at commit, or at once
--- under SET CONSTRAINTS ... IMMEDIATE.
+-- (token 0, the key "\x01lock " and the transaction's id), whose trigger
+-- writes a proof into idempotency_key_lock_proof; the probe rolls back, its
+-- proof with it.  A row written as the probe writes it, by a tenant itself,
+-- must not leave a proof behind (committed proofs would stay for good, and
+-- every later probe reads them all): such a proof is refused at commit, or
+-- at once under SET CONSTRAINTS ... IMMEDIATE.  A row of token 0 whose key
+-- only begins as a probe's writes no proof: a tenant keeping its
+-- transaction open leaves at most one proof a scope in other tenants' way.
 \set VERBOSITY terse
 CREATE ROLE proof_a NOLOGIN IN ROLE idempotency_app;
 ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
@@ -20,25 +22,25 @@ COMMIT;
 -- a probe's row written by the tenant: refused at commit
 BEGIN;
 INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
-VALUES ('proof_a', E'\x01lock x1', 'processing', 0, now(), now(), now());
+VALUES ('proof_a', E'\x01lock ' || pg_current_xact_id()::text, 'processing', 0, now(), now(), now());
 COMMIT;
 -- deleted again before the commit: the same
 BEGIN;
 INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
-VALUES ('proof_a', E'\x01lock x2', 'processing', 0, now(), now(), now());
-DELETE FROM idempotency_keys WHERE key = E'\x01lock x2';
+VALUES ('proof_a', E'\x01lock ' || pg_current_xact_id()::text, 'processing', 0, now(), now(), now());
+DELETE FROM idempotency_keys WHERE key = E'\x01lock ' || pg_current_xact_id()::text;
 COMMIT;
 -- checked at once
 BEGIN;
 SET CONSTRAINTS ALL IMMEDIATE;
 INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
-SELECT 'proof_a', E'\x01lock y' || g, 'processing', 0, now(), now(), now() FROM generate_series(1, 3) g;
+VALUES ('proof_a', E'\x01lock ' || pg_current_xact_id()::text, 'processing', 0, now(), now(), now());
 ROLLBACK;
 -- rolled back to a savepoint, as the probe is: the transaction commits
 BEGIN;
 SAVEPOINT s;
 INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
-VALUES ('proof_a', E'\x01lock x3', 'processing', 0, now(), now(), now());
+VALUES ('proof_a', E'\x01lock ' || pg_current_xact_id()::text, 'processing', 0, now(), now(), now());
 ROLLBACK TO SAVEPOINT s;
 SELECT outcome FROM idem_claim('p3', NULL, 'proof_a');
 COMMIT;
@@ -50,12 +52,31 @@ SET CONSTRAINTS ALL IMMEDIATE;
 SELECT outcome FROM idem_claim('p5', NULL, 'proof_a');
 SELECT outcome FROM idem_claim('p6', NULL, 'proof_a', wait => false);
 INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
-VALUES ('proof_a', E'\x01lock x4', 'processing', 0, now(), now(), now());
+VALUES ('proof_a', E'\x01lock ' || pg_current_xact_id()::text, 'processing', 0, now(), now(), now());
 ROLLBACK;
 BEGIN;
 SET CONSTRAINTS ALL IMMEDIATE;
 SELECT outcome FROM idem_claim('p5', NULL, 'proof_a');
 COMMIT;
+-- rows of token 0 whose keys only begin as a probe's (another id, none):
+-- no proof, in the open transaction; the tenant's rows like any other
+BEGIN;
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+SELECT 'proof_a', E'\x01lock ' || g, 'processing', 0, now(), now(), now() FROM generate_series(1, 1000) g;
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+VALUES ('proof_a', E'\x01lock ', 'processing', 0, now(), now(), now()),
+       ('proof_a', E'\x01lock ' || pg_current_xact_id()::text || ' ', 'processing', 0, now(), now(), now());
+RESET ROLE;
+SELECT count(*) AS proofs_of_lookalikes FROM idempotency_key_lock_proof;
+-- the index that serves a probe looking for its own proof
+SET LOCAL enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT FROM idempotency_key_lock_proof p
+ WHERE p.xid = pg_current_xact_id() AND p.scope = 'proof_a';
+SET ROLE proof_a;
+SELECT outcome FROM idem_claim('p7', NULL, 'proof_a');
+COMMIT;
+SELECT count(*) AS lookalikes_committed FROM idempotency_keys WHERE scope = 'proof_a' AND token = 0;
+DELETE FROM idempotency_keys WHERE scope = 'proof_a' AND token = 0;
 RESET ROLE;
 -- no proof and no probe row left; the claims' rows are there
 SELECT count(*) AS proofs FROM idempotency_key_lock_proof;
