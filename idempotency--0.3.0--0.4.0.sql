@@ -516,3 +516,53 @@ REVOKE ALL ON TABLE idempotency_stats FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION idem_stats() TO idempotency_admin;
 GRANT EXECUTE ON FUNCTION idem_stats_databases() TO idempotency_admin;
 GRANT SELECT ON TABLE idempotency_stats TO idempotency_admin;
+
+/*
+ * The installing role's default privileges (ALTER DEFAULT PRIVILEGES) give
+ * every object it creates to the roles they name: on Supabase's images,
+ * anon, authenticated and service_role get ALL on each new table, sequence
+ * and function in public, which would let anyone holding the project's
+ * public API key read and delete keys.  On a new installation (the key
+ * table made in this transaction) no grant but the ones these scripts make
+ * can be meant: each other role's is revoked from every object of the
+ * extension (PUBLIC's are as the scripts left them).  An installation
+ * updated from 0.3.0 keeps its grants, an administrator's own included.
+ */
+DO $idem_default_privileges$
+DECLARE
+    r record;
+BEGIN
+    IF (SELECT c.xmin FROM pg_catalog.pg_class c
+         WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass)
+       OPERATOR(pg_catalog.<>) pg_catalog.xid(pg_catalog.pg_current_xact_id()) THEN
+        RETURN;
+    END IF;
+    FOR r IN
+        SELECT DISTINCT o.kind, o.obj, a.grantee
+          FROM pg_catalog.pg_depend d
+          JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+          CROSS JOIN LATERAL (
+              SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, c.oid::pg_catalog.regclass::pg_catalog.text,
+                     c.relowner, c.relacl
+                FROM pg_catalog.pg_class c
+               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND c.oid OPERATOR(pg_catalog.=) d.objid
+              UNION ALL
+              SELECT 'FUNCTION', p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proowner, p.proacl
+                FROM pg_catalog.pg_proc p
+               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND p.oid OPERATOR(pg_catalog.=) d.objid
+              UNION ALL
+              SELECT 'TYPE', t.oid::pg_catalog.regtype::pg_catalog.text, t.typowner, t.typacl
+                FROM pg_catalog.pg_type t
+               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_type'::pg_catalog.regclass AND t.oid OPERATOR(pg_catalog.=) d.objid
+          ) AS o(kind, obj, owner, acl)
+          CROSS JOIN LATERAL pg_catalog.aclexplode(o.acl) AS a
+         WHERE e.extname OPERATOR(pg_catalog.=) 'idempotency' AND d.deptype OPERATOR(pg_catalog.=) 'e'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0 AND a.grantee OPERATOR(pg_catalog.<>) o.owner
+           AND a.grantee OPERATOR(pg_catalog.<>) ALL (ARRAY['idempotency_app'::pg_catalog.regrole,
+                                                           'idempotency_admin'::pg_catalog.regrole]::pg_catalog.oid[])
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %I', r.kind, r.obj,
+                                  pg_catalog.pg_get_userbyid(r.grantee));
+    END LOOP;
+END
+$idem_default_privileges$;

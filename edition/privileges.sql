@@ -52,3 +52,47 @@ GRANT EXECUTE ON FUNCTION idem_table_bytes() TO idempotency_admin;
 GRANT SELECT ON TABLE idempotency_row_security TO idempotency_app;
 GRANT SELECT ON TABLE idempotency_stats TO idempotency_admin;
 GRANT USAGE ON SEQUENCE idempotency_token_seq TO idempotency_app;
+
+/*
+ * The installing role's default privileges (ALTER DEFAULT PRIVILEGES) give
+ * every object it creates to the roles they name: on Supabase, anon,
+ * authenticated and service_role get ALL on each new table, sequence and
+ * function in public, which would let anyone holding the project's public
+ * API key read and delete keys.  No grant but the ones above can be meant
+ * (the edition is installed whole, in one transaction): each other role's
+ * is revoked from every object this transaction made in the schema the
+ * edition goes into (PUBLIC's are as above), as the C build's script does
+ * on a new installation.
+ */
+DO $idem_default_privileges$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT DISTINCT o.kind, o.obj, a.grantee
+          FROM (SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, c.oid::pg_catalog.regclass::pg_catalog.text,
+                       c.relowner, c.relacl
+                  FROM pg_catalog.pg_class c
+                 WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.current_schema()::pg_catalog.regnamespace
+                   AND c.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id())
+                UNION ALL
+                SELECT 'FUNCTION', p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proowner, p.proacl
+                  FROM pg_catalog.pg_proc p
+                 WHERE p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.current_schema()::pg_catalog.regnamespace
+                   AND p.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id())
+                UNION ALL
+                SELECT 'TYPE', t.oid::pg_catalog.regtype::pg_catalog.text, t.typowner, t.typacl
+                  FROM pg_catalog.pg_type t
+                 WHERE t.typnamespace OPERATOR(pg_catalog.=) pg_catalog.current_schema()::pg_catalog.regnamespace
+                   AND t.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id())
+               ) AS o(kind, obj, owner, acl)
+          CROSS JOIN LATERAL pg_catalog.aclexplode(o.acl) AS a
+         WHERE a.grantee OPERATOR(pg_catalog.<>) 0 AND a.grantee OPERATOR(pg_catalog.<>) o.owner
+           AND a.grantee OPERATOR(pg_catalog.<>) ALL (ARRAY['idempotency_app'::pg_catalog.regrole,
+                                                           'idempotency_admin'::pg_catalog.regrole]::pg_catalog.oid[])
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %I', r.kind, r.obj,
+                                  pg_catalog.pg_get_userbyid(r.grantee));
+    END LOOP;
+END
+$idem_default_privileges$;

@@ -85,6 +85,19 @@ got:  $got" ;;
 	esac
 }
 
+# anon_reaches DB ROLE SCHEMA: the installing role's default privileges
+# (Supabase's: ALL to anon) left no grant to anon on the edition's objects
+anon_reaches() {
+	check "$1/default-privileges-revoked (the installer's default privileges gave anon ALL; none is left)" "" "$2" "$1" \
+		"SELECT string_agg(x, ' ' ORDER BY x) FROM (
+		   SELECT c.oid::regclass::text AS x FROM pg_class c, aclexplode(c.relacl) a
+		    WHERE c.relnamespace = '$3'::regnamespace AND a.grantee = 'anon'::regrole
+		   UNION SELECT p.oid::regprocedure::text FROM pg_proc p, aclexplode(p.proacl) a
+		    WHERE p.pronamespace = '$3'::regnamespace AND a.grantee = 'anon'::regrole
+		   UNION SELECT t.oid::regtype::text FROM pg_type t, aclexplode(t.typacl) a
+		    WHERE t.typnamespace = '$3'::regnamespace AND a.grantee = 'anon'::regrole) s"
+}
+
 if [ ! -f "$PLAIN" ] || [ ! -f "$TLE" ]; then notok "edition (no $PLAIN: make edition first)"; exit 1; fi
 pkglib=$(pg_config --pkglibdir)
 sharedir=$(pg_config --sharedir)
@@ -116,9 +129,22 @@ CREATE DATABASE shop_plain OWNER owner_plain;
 CREATE DATABASE shop_cr OWNER owner_cr;
 REVOKE ALL ON DATABASE shop_plain, shop_cr FROM PUBLIC;
 CREATE ROLE outsider LOGIN;
+CREATE ROLE anon NOLOGIN;
 SQL
 then
 	notok "server (the service's roles and databases)" "$(cat "$DIR/setup.log")"
+	exit 1
+fi
+# anon_defaults DB ROLE: Supabase's default privileges (its initial schema,
+# run as postgres): ALL on what ROLE creates in DB, in any schema, to anon
+anon_defaults() {
+	local t
+	for t in TABLES SEQUENCES FUNCTIONS TYPES; do
+		q postgres "$1" -c "ALTER DEFAULT PRIVILEGES FOR ROLE $2 GRANT ALL ON $t TO anon" || return 1
+	done
+}
+if ! out=$(anon_defaults shop_plain owner_plain && anon_defaults shop_cr owner_cr); then
+	notok "server (default privileges to anon)" "$out"
 	exit 1
 fi
 
@@ -164,7 +190,8 @@ GRANT app_owner TO rds_admin;
 CREATE DATABASE payments OWNER app_owner;
 REVOKE ALL ON DATABASE payments FROM PUBLIC;
 SQL
-	) && out=$(q postgres payments -c "CREATE EXTENSION pg_tle" -c "GRANT pgtle_admin TO rds_admin"); then
+	) && out=$(q postgres payments -c "CREATE EXTENSION pg_tle" -c "GRANT pgtle_admin TO rds_admin" &&
+		anon_defaults payments app_owner); then
 	if out=$(q rds_admin payments -f "$TLE"); then
 		ok "pgtle/install_extension (rds_admin, granted pgtle_admin, ran $(basename "$TLE"))"
 		if out=$(q app_owner payments -c "CREATE EXTENSION idempotency"); then
@@ -288,6 +315,7 @@ dbdev_service() {
 		q supa_admin postgres -c "CREATE DATABASE supa" -c "CREATE DATABASE supa2" || return 1
 	for db in supa supa2; do
 		q postgres "$db" -c "CREATE EXTENSION pg_tle" -c "GRANT pgtle_admin TO supa_admin" &&
+			anon_defaults "$db" supa_admin &&
 			q supa_admin "$db" -c "CREATE SCHEMA extensions" \
 				-c "ALTER DATABASE $db SET search_path = \"\$user\", public, extensions" \
 				-c "GRANT CONNECT ON DATABASE $db TO checkout_service, checkout_ops" || return 1
@@ -306,6 +334,7 @@ else
 		if out=$(q supa_admin supa -f "$DIR/dbdev-migration.sql") &&
 			out=$(q supa_admin supa2 -f "$DIR/dbdev-migration.sql"); then
 			dbdev_ready=1
+			anon_reaches supa supa_admin extensions
 			check "dbdev/migration (dbdev add's migration of edition/dist/dbdev as supa_admin: extension \"$DBDEV_NAME\" $version in schema extensions, owned by supa_admin)" \
 				"$version|supa_admin|extensions|supa_admin" supa_admin supa \
 				"SELECT e.extversion, pg_get_userbyid(e.extowner), e.extnamespace::regnamespace, pg_get_userbyid(c.relowner)
@@ -426,6 +455,7 @@ SQL
 	*) notok "$db/public-reaches-nothing" "relations PUBLIC may use|SECURITY DEFINER functions PUBLIC may call|functions kept from PUBLIC in the C build that PUBLIC may call|others
 $out" ;;
 	esac
+	anon_reaches "$db" "$owner" public
 }
 
 # --- pg_cron: scheduled now, checked at the end (its first run can be a

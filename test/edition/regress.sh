@@ -62,6 +62,7 @@ declare -A EXCLUDED=(
 	[regress/guc]="the C library's settings as pg_settings lists them (bounds, contexts, units): the edition's are placeholder settings, read with their defaults"
 	[regress/stats]="the counters the preloaded library keeps in shared memory: the edition keeps none"
 	[regress/no_preload]="how the C library answers when it is loaded at first use rather than preloaded"
+	[regress/default_privileges]="CREATE EXTENSION of the C build in a database of its own; the edition's installs are checked the same way by test/edition/install.sh (default-privileges-revoked)"
 	[isolation/guard_index]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
 	[isolation/guard_matview]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
 	[isolation/guard_sequence]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
