@@ -142,3 +142,11 @@ SELECT count(*) AS claimed_nowait FROM generate_series(1, 1000) i, idem_claim('b
 SELECT count(*) AS locks_held FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory';
 COMMIT;
 SELECT count(*) AS stored FROM idempotency_keys WHERE scope = 'batch';
+
+-- a processing row without a lease end (the table allows one: written by
+-- hand) is stale, as expiry counts it: a claim takes it over (it went
+-- round 100 times, 40001, a retry that never ends)
+INSERT INTO idempotency_keys (scope, key, status, token, locked_until, created_at, updated_at, expires_at)
+VALUES ('hand', 'no-lease', 'processing', -77, NULL, now(), now(), now() + interval '1 hour');
+SELECT outcome, status, token > 0 AS new_token FROM idem_claim('no-lease', NULL, 'hand');
+DELETE FROM idempotency_keys WHERE scope = 'hand';

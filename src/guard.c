@@ -212,7 +212,8 @@ PolicyReads(Oid relid, ReachesContext *cxt)
 /*
  * Would a lock on relid lock the target, or block its claims?  It does for
  * the table itself and for its indexes (claims take ROW EXCLUSIVE on
- * them), and, with views, for a view whose query reaches it.
+ * them), for a table a policy on it names and that table's indexes (each
+ * claim reads them), and, with views, for a view whose query reaches it.
  */
 static bool
 RelationReaches(Oid relid, bool views, ReachesContext *cxt)
@@ -226,7 +227,12 @@ RelationReaches(Oid relid, bool views, ReachesContext *cxt)
 	if (relkind == RELKIND_SEQUENCE)
 		return IsKeysTable(relid, cxt);
 	if (relkind == RELKIND_INDEX)
-		return IsKeysTable(IndexGetRelation(relid, true), cxt);
+	{
+		/* a claim reads an index of a table its policy reads too */
+		Oid			table = IndexGetRelation(relid, true);
+
+		return OidIsValid(table) && (IsKeysTable(table, cxt) || PolicyReads(table, cxt));
+	}
 	if (relkind != RELKIND_VIEW || !views)
 		return false;
 

@@ -104,6 +104,9 @@ IdemCheckScopeBeforeLock(IdemClaimArgs *a)
 {
 	static const int caught[] = {ERRCODE_IDEM_POLICY_PROBED, ERRCODE_LOCK_NOT_AVAILABLE, 0};
 	CheckedScope *c;
+	IdemStamp	kept;
+	TimestampTz kept_now;
+	int			probed;
 
 	/*
 	 * Not on Citus: with the probe's subtransaction rolled back around a
@@ -114,7 +117,22 @@ IdemCheckScopeBeforeLock(IdemClaimArgs *a)
 	 */
 	if (!IdemRlsApplies(a->nspid) || ScopeChecked(a) || IdemCitusPresent())
 		return;
-	if (IdemRunInSubtransaction(PolicyProbeBody, a, caught) != ERRCODE_IDEM_POLICY_PROBED)
+	kept = a->stamp;
+	kept_now = a->now;
+	probed = IdemRunInSubtransaction(PolicyProbeBody, a, caught);
+
+	/*
+	 * The probe's row rolled back: the call's stamp forgets it (else a
+	 * call that wrote nothing else, another claim of the key having come
+	 * between, found no row to move forward after a wait).  Its lists may
+	 * have grown meanwhile: they stay, with what they held before.
+	 */
+	kept.keys = a->stamp.keys;
+	kept.tokens = a->stamp.tokens;
+	kept.maxrows = a->stamp.maxrows;
+	a->stamp = kept;
+	a->now = kept_now;
+	if (probed != ERRCODE_IDEM_POLICY_PROBED)
 		return;					/* a lock timeout: allowed, but not remembered */
 	if (!checked_callback)
 	{

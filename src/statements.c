@@ -154,14 +154,16 @@
 
 /*
  * Take over a failed-retryable key, or a processing one whose lease ran
- * out (when :reclaim); set is what else the table's shape writes.  :token
+ * out (when :reclaim; one without a lease end, written by hand, as
+ * DecideClaim and expiry count it); set is what else the table's shape
+ * writes.  :token
  * is the token seen, so a claim that changed the row in between makes this
  * a no-op.
  */
 #define TAKEOVER_WHERE \
 	WHERE_KEY AND_TOKEN " AND expires_at" GT ":now" \
 	" AND ((status" EQ "'failed' AND retryable)" \
-	" OR (:reclaim AND status" EQ "'processing' AND locked_until" LE ":now))"
+	" OR (:reclaim AND status" EQ "'processing' AND (locked_until IS NULL OR locked_until" LE ":now)))"
 #define TAKEOVER(set) \
 	"UPDATE " KEYS " SET status = 'processing', token = :new_token," \
 	" locked_until = :lease_end, expires_at = :expires_at," set \

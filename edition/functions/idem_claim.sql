@@ -420,7 +420,7 @@ BEGIN
                AND k.token OPERATOR(pg_catalog.=) r.token AND k.expires_at OPERATOR(pg_catalog.>) stamp
                AND ((k.status OPERATOR(pg_catalog.=) 'failed' AND k.retryable)
                     OR (reclaim AND k.status OPERATOR(pg_catalog.=) 'processing'
-                        AND k.locked_until OPERATOR(pg_catalog.<=) stamp))
+                        AND (k.locked_until IS NULL OR k.locked_until OPERATOR(pg_catalog.<=) stamp)))
             RETURNING k.token, k.status INTO w_token, w_status;
         ELSE
             /* exhaust: final, failed, not retryable, under a new token; no lease */
@@ -441,7 +441,7 @@ BEGIN
                AND k.token OPERATOR(pg_catalog.=) r.token AND k.expires_at OPERATOR(pg_catalog.>) stamp
                AND ((k.status OPERATOR(pg_catalog.=) 'failed' AND k.retryable)
                     OR (reclaim AND k.status OPERATOR(pg_catalog.=) 'processing'
-                        AND k.locked_until OPERATOR(pg_catalog.<=) stamp))
+                        AND (k.locked_until IS NULL OR k.locked_until OPERATOR(pg_catalog.<=) stamp)))
                AND k.attempts OPERATOR(pg_catalog.>=) v_max
             RETURNING k.token, k.status INTO w_token, w_status;
         END IF;
