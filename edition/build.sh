@@ -147,6 +147,8 @@ tle=$out/idempotency-pgtle--$version.sql
 	cat "$ext"
 	echo "\$_pgtle_\$"
 	echo ");"
+	# (none left over from an earlier build)
+	rm -f "$out"/idempotency--*--*.sql
 	# an update path for each edition/updates/FROM--TO.sql (the SQL
 	# edition's ALTER EXTENSION idempotency UPDATE steps; none yet: 0.4.0 is
 	# its first version), each also written as dist/idempotency--FROM--TO.sql
@@ -177,6 +179,9 @@ mv "$tle.tmp" "$tle"
 # name is the extension's, NAME--VERSION.sql and NAME--FROM--TO.sql beside
 # it, a README.md); dbdev add writes pgtle.install_extension of each script
 # (under the name HANDLE@idempotency once published under HANDLE)
+# dbdev reads a control file's quoted value up to the next quote, and
+# refuses a line with a second "=" (cli/src/models.rs)
+case $comment in *"'"* | *=*) echo "edition/build.sh: the comment in idempotency.control holds ' or =, which dbdev's control file parser does not take" >&2; exit 1 ;; esac
 rm -rf "$out/dbdev"
 mkdir -p "$out/dbdev"
 cp "$ext" "$out/dbdev/"

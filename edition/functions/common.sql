@@ -627,7 +627,9 @@ $idem__key_lock_secret$;
  * a tenant writing rows of token 0 as the probe does leaves at most one
  * proof a scope, not one a row, in front of every other tenant's probes
  * while its transaction stays open (each probe looks for its own proof by
- * the table's index: idempotency_key_lock_proof_xid_idx).
+ * the table's index: idempotency_key_lock_proof_xid_idx).  Another key
+ * beginning as a probe's is refused at once (one of a later transaction's
+ * id would stand in that probe's way: 23505).
  */
 CREATE FUNCTION idem__key_lock_proved() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -637,6 +639,12 @@ BEGIN
     /* the trigger's WHEN has token 0; the probe's key too */
     IF NEW.key OPERATOR(pg_catalog.=) (E'\x01lock ' OPERATOR(pg_catalog.||) pg_catalog.pg_current_xact_id()::text) THEN
         INSERT INTO idempotency_key_lock_proof (xid, scope) VALUES (pg_catalog.pg_current_xact_id(), NEW.scope);
+    ELSIF pg_catalog.starts_with(NEW.key, E'\x01lock ') THEN
+        /* another transaction's probe key (a later one's would stand in its probe's way): refused at once */
+        RAISE EXCEPTION USING ERRCODE = '42501',
+            MESSAGE = 'a key-lock probe row cannot be written',
+            DETAIL = pg_catalog.format('A row of token 0 whose key begins with "\x01lock " was inserted in scope "%s": such rows are the key functions'' own.', NEW.scope),
+            HINT = 'Key locks are taken by the key functions.';
     END IF;
     RETURN NULL;
 END
@@ -656,7 +664,7 @@ AS $idem__key_lock_proof_kept$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = '42501',
         MESSAGE = 'a key-lock probe row cannot be committed',
-        DETAIL = pg_catalog.format('A row of token 0 whose key begins with "\x01lock " was inserted in scope "%s": such rows are the key functions'' own, rolled back at once.', NEW.scope),
+        DETAIL = pg_catalog.format('A row of token 0 with a key-lock probe''s key was inserted in scope "%s": such rows are the key functions'' own, rolled back at once.', NEW.scope),
         HINT = 'Key locks are taken by the key functions.';
 END
 $idem__key_lock_proof_kept$;

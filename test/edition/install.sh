@@ -259,7 +259,11 @@ readme_run() {
 	done < <(readme_cmds)
 	[ "$n" = 2 ] || notok "readme (want 2 psql lines in README's first sh block under ## Install, found $n)"
 }
-[ -n "$tle_ready" ] && readme_run
+if [ -n "$tle_ready" ]; then
+	readme_run
+else
+	notok "readme (README's lines not run: no pg_tle installation here)"
+fi
 
 # --- database.dev (Supabase) -------------------------------------------------
 # dbdev_add DIR NAME SCHEMA: the migration "dbdev add -o OUT -s SCHEMA ..."
