@@ -532,9 +532,19 @@ DO $idem_default_privileges$
 DECLARE
     r record;
 BEGIN
-    IF (SELECT c.xmin FROM pg_catalog.pg_class c
-         WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass)
-       OPERATOR(pg_catalog.<>) pg_catalog.xid(pg_catalog.pg_current_xact_id()) THEN
+    /*
+     * A new installation: the key table became the extension's in this
+     * transaction (its pg_depend row, which only CREATE EXTENSION writes:
+     * this step's ALTER TABLEs rewrite its pg_class row), perhaps in a
+     * subtransaction (psql's ON_ERROR_ROLLBACK, a savepoint), whose id is
+     * younger than the transaction's: age() not above 0.
+     */
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
+                    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                      AND d.objid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass
+                      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+                      AND d.deptype OPERATOR(pg_catalog.=) 'e'
+                      AND pg_catalog.age(d.xmin) OPERATOR(pg_catalog.<=) 0) THEN
         RETURN;
     END IF;
     FOR r IN
@@ -547,7 +557,7 @@ BEGIN
                 FROM pg_catalog.pg_class c
                WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND c.oid OPERATOR(pg_catalog.=) d.objid
               UNION ALL
-              SELECT 'FUNCTION', p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proowner, p.proacl
+              SELECT 'ROUTINE', p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proowner, p.proacl
                 FROM pg_catalog.pg_proc p
                WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND p.oid OPERATOR(pg_catalog.=) d.objid
               UNION ALL

@@ -60,9 +60,11 @@ GRANT USAGE ON SEQUENCE idempotency_token_seq TO idempotency_app;
  * function in public, which would let anyone holding the project's public
  * API key read and delete keys.  No grant but the ones above can be meant
  * (the edition is installed whole, in one transaction): each other role's
- * is revoked from every object this transaction made in the schema the
- * edition goes into (PUBLIC's are as above), as the C build's script does
- * on a new installation.
+ * is revoked from the edition's objects (its names, in the schema it goes
+ * into) made in this transaction, in a subtransaction too (psql's
+ * ON_ERROR_ROLLBACK: a younger id, age() below 0), as the C build's script
+ * does on a new installation; PUBLIC's are as above.  Nothing else in the
+ * schema is touched, whatever the transaction did to it before.
  */
 DO $idem_default_privileges$
 DECLARE
@@ -74,17 +76,20 @@ BEGIN
                        c.relowner, c.relacl
                   FROM pg_catalog.pg_class c
                  WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.current_schema()::pg_catalog.regnamespace
-                   AND c.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id())
+                   AND c.relname OPERATOR(pg_catalog.~) '^idempotency_'
+                   AND pg_catalog.age(c.xmin) OPERATOR(pg_catalog.<=) 0
                 UNION ALL
-                SELECT 'FUNCTION', p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proowner, p.proacl
+                SELECT 'ROUTINE', p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proowner, p.proacl
                   FROM pg_catalog.pg_proc p
                  WHERE p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.current_schema()::pg_catalog.regnamespace
-                   AND p.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id())
+                   AND p.proname OPERATOR(pg_catalog.~) '^_?idem_'
+                   AND pg_catalog.age(p.xmin) OPERATOR(pg_catalog.<=) 0
                 UNION ALL
                 SELECT 'TYPE', t.oid::pg_catalog.regtype::pg_catalog.text, t.typowner, t.typacl
                   FROM pg_catalog.pg_type t
                  WHERE t.typnamespace OPERATOR(pg_catalog.=) pg_catalog.current_schema()::pg_catalog.regnamespace
-                   AND t.xmin OPERATOR(pg_catalog.=) pg_catalog.xid(pg_catalog.pg_current_xact_id())
+                   AND t.typname OPERATOR(pg_catalog.=) 'idempotency_status'
+                   AND pg_catalog.age(t.xmin) OPERATOR(pg_catalog.<=) 0
                ) AS o(kind, obj, owner, acl)
           CROSS JOIN LATERAL pg_catalog.aclexplode(o.acl) AS a
          WHERE a.grantee OPERATOR(pg_catalog.<>) 0 AND a.grantee OPERATOR(pg_catalog.<>) o.owner

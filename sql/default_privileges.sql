@@ -13,7 +13,12 @@ ALTER DEFAULT PRIVILEGES GRANT ALL ON SEQUENCES TO dp_anon;
 ALTER DEFAULT PRIVILEGES GRANT ALL ON FUNCTIONS TO dp_anon;
 ALTER DEFAULT PRIVILEGES GRANT ALL ON TYPES TO dp_anon;
 CREATE TABLE app_table (i int);
+-- in a subtransaction, as psql's ON_ERROR_ROLLBACK runs each statement
+\set ON_ERROR_ROLLBACK on
+BEGIN;
 CREATE EXTENSION idempotency;
+COMMIT;
+\set ON_ERROR_ROLLBACK off
 -- the extension's objects that dp_anon was given anything on: none
 SELECT count(*) AS granted_to_anon
 FROM pg_depend d, LATERAL (
@@ -31,6 +36,17 @@ SET ROLE dp_anon;
 SELECT count(*) FROM idempotency_keys;
 SELECT outcome FROM idem_claim('k1');
 RESET ROLE;
+-- an installation updated from 0.3.0 keeps its grants, an administrator's
+-- own among them
+CREATE ROLE dp_reporting NOLOGIN;
+CREATE DATABASE idem_default_privileges_update;
+\c idem_default_privileges_update
+CREATE EXTENSION idempotency VERSION '0.3.0';
+GRANT SELECT ON idempotency_keys TO dp_reporting;
+ALTER EXTENSION idempotency UPDATE TO '0.4.0';
+SELECT has_table_privilege('dp_reporting', 'idempotency_keys', 'SELECT') AS reporting_grant_kept;
 \c :regress_db
 DROP DATABASE idem_default_privileges WITH (FORCE);  -- (the worker may be connected to it)
+DROP DATABASE idem_default_privileges_update WITH (FORCE);
 DROP ROLE dp_anon;
+DROP ROLE dp_reporting;

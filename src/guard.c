@@ -224,9 +224,11 @@ RelationReaches(Oid relid, bool views, ReachesContext *cxt)
 
 	if (relkind == RELKIND_RELATION)
 		return IsKeysTable(relid, cxt) || PolicyReads(relid, cxt);
+	if (relkind == RELKIND_PARTITIONED_TABLE)
+		return PolicyReads(relid, cxt);
 	if (relkind == RELKIND_SEQUENCE)
 		return IsKeysTable(relid, cxt);
-	if (relkind == RELKIND_INDEX)
+	if (relkind == RELKIND_INDEX || relkind == RELKIND_PARTITIONED_INDEX)
 	{
 		/* a claim reads an index of a table its policy reads too */
 		Oid			table = IndexGetRelation(relid, true);

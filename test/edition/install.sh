@@ -87,15 +87,16 @@ got:  $got" ;;
 
 # anon_reaches DB ROLE SCHEMA: the installing role's default privileges
 # (Supabase's: ALL to anon) left no grant to anon on the edition's objects
+# (its names: the application's own may keep theirs)
 anon_reaches() {
 	check "$1/default-privileges-revoked (the installer's default privileges gave anon ALL; none is left)" "" "$2" "$1" \
 		"SELECT string_agg(x, ' ' ORDER BY x) FROM (
 		   SELECT c.oid::regclass::text AS x FROM pg_class c, aclexplode(c.relacl) a
-		    WHERE c.relnamespace = '$3'::regnamespace AND a.grantee = 'anon'::regrole
+		    WHERE c.relnamespace = '$3'::regnamespace AND a.grantee = 'anon'::regrole AND c.relname ~ '^idempotency_'
 		   UNION SELECT p.oid::regprocedure::text FROM pg_proc p, aclexplode(p.proacl) a
-		    WHERE p.pronamespace = '$3'::regnamespace AND a.grantee = 'anon'::regrole
+		    WHERE p.pronamespace = '$3'::regnamespace AND a.grantee = 'anon'::regrole AND p.proname ~ '^_?idem_'
 		   UNION SELECT t.oid::regtype::text FROM pg_type t, aclexplode(t.typacl) a
-		    WHERE t.typnamespace = '$3'::regnamespace AND a.grantee = 'anon'::regrole) s"
+		    WHERE t.typnamespace = '$3'::regnamespace AND a.grantee = 'anon'::regrole AND t.typname ~ '^idempotency_') s"
 }
 
 if [ ! -f "$PLAIN" ] || [ ! -f "$TLE" ]; then notok "edition (no $PLAIN: make edition first)"; exit 1; fi
@@ -178,6 +179,24 @@ if out=$(plain_install owner_plain shop_plain); then
 else
 	notok "plain/no-createrole-roles-there (the plain script failed)" "$out"
 fi
+
+# owner with CREATEROLE, inside a transaction of its own that made a table
+# of the application and granted it, with psql's ON_ERROR_ROLLBACK (each
+# statement in a subtransaction) and without: the edition's objects lose
+# what the default privileges gave, the application's table keeps its
+# grants
+for rb in on off; do
+	db=shop_tx_$rb
+	if out=$(q postgres postgres -c "CREATE DATABASE $db OWNER owner_cr") && anon_defaults "$db" owner_cr &&
+		out=$(printf 'BEGIN;\nCREATE TABLE orders (i int);\nGRANT SELECT ON orders TO outsider;\n\\i %s\n' "$PLAIN" |
+			q owner_cr "$db" -v ON_ERROR_ROLLBACK=$rb -f - 2>&1); then
+		anon_reaches "$db" owner_cr public
+		check "$db/application-grants-kept (the application's table, made in the same transaction, keeps its grants)" "t|t" owner_cr "$db" \
+			"SELECT has_table_privilege('outsider', 'orders', 'SELECT'), has_table_privilege('anon', 'orders', 'DELETE')"
+	else
+		notok "$db/plain-in-a-transaction (the plain script inside the owner's transaction, ON_ERROR_ROLLBACK $rb)" "$out"
+	fi
+done
 
 # --- pg_tle ----------------------------------------------------------------
 # the service: pg_tle in the database, pgtle_admin for the master user;
