@@ -101,6 +101,7 @@ typedef struct SavedStmt
 	IdemParam	param[STMT_MAX_PARAMS];
 	bool		stamped;		/* it writes times */
 	bool		new_token;		/* it names :new_token */
+	bool		custom;			/* planned for each run's values (CustomOnly) */
 } SavedStmt;
 
 /* Saved plans, valid for the schema they were prepared for */
@@ -240,21 +241,20 @@ IdemPlanOptions(Oid nspid)
 }
 
 /*
- * SPI_execute_plan of a plan prepared with IdemPlanOptions.  The setting
- * plan_cache_mode = force_generic_plan outranks a plan's own
- * CURSOR_OPT_CUSTOM_PLAN; where only custom plans will do
- * (IdemCitusCustomPlansOnly) it is set to force_custom_plan for the
- * execution, so that no role or database setting undoes that.
+ * SPI_execute_plan of a plan prepared with custom_only's cursor options.
+ * The setting plan_cache_mode = force_generic_plan outranks a plan's own
+ * CURSOR_OPT_CUSTOM_PLAN; where only custom plans will do it is set to
+ * force_custom_plan for the execution, so that no role or database setting
+ * undoes that.
  */
-int
-IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
-			long count)
+static int
+RunPlan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
+		long count, bool custom_only)
 {
 	int			level = -1;
 	int			rc;
 
-	if (plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN &&
-		IdemCitusCustomPlansOnly())
+	if (plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN && custom_only)
 	{
 		level = NewGUCNestLevel();
 		(void) set_config_option("plan_cache_mode", "force_custom_plan",
@@ -265,6 +265,17 @@ IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
 	if (level >= 0)
 		AtEOXact_GUC(true, level);
 	return rc;
+}
+
+/*
+ * SPI_execute_plan of a plan prepared with IdemPlanOptions: custom plans
+ * only where citus.h says so (IdemCitusCustomPlansOnly).
+ */
+int
+IdemRunPlan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
+			long count)
+{
+	return RunPlan(plan, values, nulls, read_only, count, IdemCitusCustomPlansOnly());
 }
 
 /*
@@ -436,6 +447,21 @@ BindArgs(IdemStmt stmtid, const SavedStmt *stmt, const IdemArgs *args,
 }
 
 /*
+ * Is statement stmt planned for each run's values?  IDEM_STMT_RESTAMP
+ * filters its rows by token = ANY (:tokens), which a generic plan tests by
+ * reading the array from its start for every row: 10,000 keys cost 10^8
+ * comparisons (1.5 s and more, in a backend that had restamped five times
+ * before).  A custom plan has the array as a constant, which PostgreSQL
+ * 14 and later look up in a hash table; its planning is linear, and the
+ * statement runs only after a wait.
+ */
+static bool
+CustomOnly(IdemStmt stmt)
+{
+	return stmt == IDEM_STMT_RESTAMP;
+}
+
+/*
  * The saved plan of a statement for the extension in schema nspid,
  * preparing it on first use.  Must be called inside SPI_connect.
  */
@@ -468,7 +494,9 @@ SavedPlan(IdemStmt stmt, Oid nspid)
 					   psprintf("%s.idempotency_keys", quote_identifier(nspname)),
 					   quote_identifier(nspname));
 		ParamTypes(s, types);
-		plan = SPI_prepare_cursor(sql, s->nparams, types, plans_options);
+		s->custom = CustomOnly(stmt);
+		plan = SPI_prepare_cursor(sql, s->nparams, types,
+								  plans_options | (s->custom ? CURSOR_OPT_CUSTOM_PLAN : 0));
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 				 sql, SPI_result_code_string(SPI_result));
@@ -706,7 +734,8 @@ IdemExecute(IdemStmt stmt, Oid nspid, const IdemArgs *args, bool read_only,
 	else
 	{
 		BindArgs(stmt, s, args, values, nulls);
-		rc = IdemRunPlan(s->plan, values, nulls, read_only, count);
+		rc = RunPlan(s->plan, values, nulls, read_only, count,
+					 s->custom || IdemCitusCustomPlansOnly());
 		if (rc < 0)
 			elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 	}

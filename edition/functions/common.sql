@@ -124,7 +124,11 @@
  *     have waited after it), moves each row's locked_until, expires_at and
  *     due_at forward by the time since its own updated_at and sets
  *     updated_at (and created_at where it equalled updated_at) to now, as
- *     IDEM_STMT_RESTAMP does; returns whether it did.  The call's last
+ *     IDEM_STMT_RESTAMP does (its rows joined with the pairs of keys and
+ *     tokens: a generic plan of token = ANY (tokens) read the array from
+ *     its start for every row, 10,000 keys in 0.5 s, where the C build
+ *     plans the statement for each run's arrays, which PostgreSQL then
+ *     looks up in a hash table); returns whether it did.  The call's last
  *     statement on the table.  (The C build counts only time asleep; the
  *     edition counts wall-clock time, so a call that was merely slow moves
  *     its rows too: the same times, one write more.)
@@ -803,9 +807,10 @@ BEGIN
                          ELSE k.due_at OPERATOR(pg_catalog.+) (now_ts OPERATOR(pg_catalog.-) k.updated_at) END,
            created_at = CASE WHEN k.created_at OPERATOR(pg_catalog.=) k.updated_at THEN now_ts ELSE k.created_at END,
            updated_at = now_ts
+      FROM ROWS FROM (pg_catalog.unnest(keys), pg_catalog.unnest(tokens)) AS w(key, token)
      WHERE k.scope OPERATOR(pg_catalog.=) idem__restamp.scope
-       AND k.key OPERATOR(pg_catalog.=) ANY (keys)
-       AND k.token OPERATOR(pg_catalog.=) ANY (tokens);
+       AND k.key OPERATOR(pg_catalog.=) w.key
+       AND k.token OPERATOR(pg_catalog.=) w.token;
     GET DIAGNOSTICS n = ROW_COUNT;
     IF n OPERATOR(pg_catalog.=) 0 THEN
         RAISE EXCEPTION 'could not move the idempotency key rows forward after a wait';
