@@ -156,9 +156,8 @@
  * Take over a failed-retryable key, or a processing one whose lease ran
  * out (when :reclaim; one without a lease end, written by hand, as
  * DecideClaim and expiry count it); set is what else the table's shape
- * writes.  :token
- * is the token seen, so a claim that changed the row in between makes this
- * a no-op.
+ * writes.  :token is the token seen, so a claim that changed the row in
+ * between makes this a no-op.
  */
 #define TAKEOVER_WHERE \
 	WHERE_KEY AND_TOKEN " AND expires_at" GT ":now" \
