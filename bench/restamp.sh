@@ -12,7 +12,8 @@
 # the restamp above all), with plan_cache_mode at its default and at
 # force_generic_plan (which a DBA may set, and which the plan cache may
 # also choose by itself from a statement's sixth run: a generic plan has
-# the arrays as parameters); the same batch without the wait beside.  Both
+# the arrays as parameters); the same batch without the wait beside, also
+# with force_custom_plan (which copies the arrays into each plan).  Both
 # builds in one database of one throwaway server: the C build in public,
 # the edition's plain script in schema sqled, each table holding 100,000
 # keys of another scope, analyzed.
@@ -108,7 +109,7 @@ measure() { local i; for i in $(seq 1 "$rounds"); do round "$@"; done | median; 
 rows=()
 for schema in public sqled; do
     name=$([ "$schema" = public ] && echo "C build" || echo "SQL edition")
-    rows+=("| $name | $(measure "$schema" auto no) | $(measure "$schema" auto yes) | $(measure "$schema" force_generic_plan yes) |")
+    rows+=("| $name | $(measure "$schema" auto no) | $(measure "$schema" force_custom_plan no) | $(measure "$schema" auto yes) | $(measure "$schema" force_generic_plan yes) |")
 done
 stop
 
@@ -119,8 +120,8 @@ out=$(
     echo "machine: $(nproc) cores, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "PostgreSQL: $("$pg_bin/postgres" --version | awk '{print $3}'), default settings (fsync on), unix socket; median of $rounds rounds"
     echo
-    echo "| build | batch, no wait: ms | after the wait: ms | after the wait, plan_cache_mode = force_generic_plan: ms |"
-    echo "| --- | ---: | ---: | ---: |"
+    echo "| build | batch, no wait: ms | the same, plan_cache_mode = force_custom_plan: ms | after the wait: ms | after the wait, plan_cache_mode = force_generic_plan: ms |"
+    echo "| --- | ---: | ---: | ---: | ---: |"
     printf '%s\n' "${rows[@]}"
 )
 echo "$out"

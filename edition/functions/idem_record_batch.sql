@@ -14,7 +14,11 @@
  * it into the batch's error; the C build uses none).  The expiries written
  * count from after the batch's last wait: when a key's call took longer
  * than 10 ms (PL/pgSQL cannot tell a wait from work), the rows recorded
- * before it are moved forward at the end (idem__restamp).
+ * before it are moved forward at the end (idem__restamp).  Its statements
+ * are planned generically whatever the caller's plan_cache_mode (its SET
+ * clause): under a custom plan each key's call of idem_complete copied
+ * every response of the batch into its plan (2,000 responses of 20 kB in
+ * 54 s under force_custom_plan, against 0.6 s).
  */
 CREATE FUNCTION idem_record_batch(
     keys text[],
@@ -27,6 +31,7 @@ CREATE FUNCTION idem_record_batch(
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path FROM CURRENT
+SET plan_cache_mode = force_generic_plan
 AS $idem_record_batch$
 DECLARE
     v_scope constant text := scope;

@@ -29,7 +29,7 @@ SELECT 'proc|' || p.proname || '(' || pg_get_function_identity_arguments(p.oid) 
           'volatile=' || p.provolatile::text, 'strict=' || p.proisstrict, 'parallel=' || p.proparallel::text,
           'secdef=' || p.prosecdef, 'leakproof=' || p.proleakproof,
           'config=' || coalesce((SELECT string_agg(split_part(c, '=', 1), ',' ORDER BY c) FROM unnest(p.proconfig) c
-                                  WHERE c NOT LIKE 'search\_path=%'), '-'),
+                                  WHERE c NOT LIKE 'search\_path=%' AND c NOT LIKE 'plan\_cache\_mode=%'), '-'),
           'rows=' || p.prorows, 'variadic=' || format_type(p.provariadic, NULL),
           'support=' || p.prosupport::text)
   FROM pg_proc p WHERE p.pronamespace = (SELECT oid FROM nsp);
