@@ -28,3 +28,43 @@ SELECT idem_expire() >= 0 AS expired;
 \c
 SELECT outcome, response_code FROM idem_claim('np-1', '{"a": 1}', 'no-preload');
 DELETE FROM idempotency_keys WHERE scope = 'no-preload';
+-- A setting's value given before the library is loaded (a placeholder's)
+-- that PostgreSQL refuses, with a WARNING, when the library defines the
+-- setting left it at its default, not at the value the DBA gave: the
+-- connection's options had replaced that meanwhile.  A role undid the
+-- database's stale_policy = hold (a stale claim taken over: a second
+-- attempt of a payment) or its lowered max_key_length; a mistyped
+-- retention became a day.  Such a session's calls are refused (22023),
+-- as a preloaded library refuses the session at its start.
+SELECT current_database() AS np_db, current_user AS np_superuser,
+       format('postgresql://%s:%s/%s?user=np_app&options=',
+              replace(split_part(current_setting('unix_socket_directories'), ',', 1), '/', '%2F'),
+              current_setting('port'), current_database()) AS np_uri \gset
+CREATE ROLE np_app LOGIN IN ROLE idempotency_app;
+ALTER DATABASE :"np_db" SET idempotency.stale_policy = 'hold';
+SELECT outcome FROM idem_claim('np-stale', NULL, 'no-preload');
+UPDATE idempotency_keys SET locked_until = now() - interval '1 s', due_at = '-infinity'
+WHERE scope = 'no-preload' AND key = 'np-stale';
+\c - np_app
+SHOW idempotency.stale_policy;
+SELECT outcome FROM idem_claim('np-stale', NULL, 'no-preload');
+\c :np_uri-c%20idempotency.stale_policy%3Dreclaim
+SELECT outcome FROM idem_claim('np-stale', NULL, 'no-preload');
+SELECT outcome FROM idem_execute('np-stale', NULL, 'no-preload', 201, 'SELECT 1 AS paid');
+\c :np_uri-c%20idempotency.max_key_length%3D1024
+SELECT outcome FROM idem_claim('np-length', NULL, 'no-preload');
+-- an invalid value, given by any role: the same
+\c :np_uri-c%20idempotency.retention%3D7days
+SELECT outcome FROM idem_claim('np-retention', NULL, 'no-preload');
+-- a valid value the session sets since counts as set
+SET idempotency.retention = '7d';
+SELECT outcome FROM idem_claim('np-retention', NULL, 'no-preload');
+SELECT expires_at > now() + interval '6 days' AS kept_a_week FROM idempotency_keys
+WHERE scope = 'no-preload' AND key = 'np-retention';
+-- the DBA's hold, with no value of the caller's, still holds
+\c :np_uri
+SELECT outcome FROM idem_claim('np-stale', NULL, 'no-preload');
+\c - :np_superuser
+ALTER DATABASE :"np_db" RESET idempotency.stale_policy;
+DROP ROLE np_app;
+DELETE FROM idempotency_keys WHERE scope = 'no-preload';

@@ -35,6 +35,16 @@
 #define IdemOwnsRelation(relid, roleid)	pg_class_ownercheck(relid, roleid)
 #endif
 
+/*
+ * Every GUC variable: an array of *n pointers to utils/guc_tables.h's
+ * config_generic.  get_guc_variables() counts them itself from 16 on.
+ */
+#if PG_VERSION_NUM >= 160000
+#define IdemGucVariables(n)	get_guc_variables(n)
+#else
+#define IdemGucVariables(n)	(*(n) = GetNumConfigOptions(), get_guc_variables())
+#endif
+
 /* c.h's Abs() went in 17 (i64abs() and friends replaced it). */
 #ifndef Abs
 #define Abs(x)	((x) >= 0 ? (x) : -(x))

@@ -83,6 +83,7 @@
 #include "claim.h"
 #include "keylock.h"
 #include "stats.h"
+#include "settings.h"
 
 PG_FUNCTION_INFO_V1(idem_execute);
 
@@ -669,6 +670,7 @@ idem_execute(PG_FUNCTION_ARGS)
 
 	IdemClaimArgsFrom(fcinfo, "idem_execute", 0, 1, 2, NULL, NULL, true, &a);
 
+	IdemSettingsCheck();		/* as IdemConnect, which the caller's path needs */
 	SPI_connect();
 	st.plan = StatementPlan(sql, st.nargs, st.types, &a);
 	st.plan->pins++;

@@ -16,6 +16,7 @@
 #include "utils/resowner.h"
 
 #include "session.h"
+#include "settings.h"
 
 /*
  * Pin search_path to pg_catalog, pg_temp for the extension's own
@@ -70,6 +71,7 @@ IdemUnpinSearchPath(int level)
 int
 IdemConnect(void)
 {
+	IdemSettingsCheck();
 	SPI_connect();
 	return IdemPinSearchPath();
 }

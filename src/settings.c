@@ -11,8 +11,11 @@
 
 #include <limits.h>
 
+#include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
 
+#include "compat.h"
 #include "settings.h"
 
 int			idem_lease_seconds = 60;
@@ -28,12 +31,65 @@ static const struct config_enum_entry stale_policy_options[] = {
 	{NULL, 0, false}
 };
 
+/* The settings, in the order IdemSettingsInit defines them */
+static const char *const setting_names[] = {
+	"idempotency.lease",
+	"idempotency.retention",
+	"idempotency.max_attempts",
+	"idempotency.await_result",
+	"idempotency.max_key_length",
+	"idempotency.stale_policy",
+};
+
+#define NUM_SETTINGS	lengthof(setting_names)
+
+/*
+ * The settings (bit i: setting_names[i]) given a value before the library
+ * was loaded that PostgreSQL refused when it defined them, and that still
+ * have their built-in default (IdemSettingsCheck).
+ */
+static uint32 settings_refused = 0;
+
+/* Where setting name's current value came from */
+static GucSource
+SettingSource(const char *name)
+{
+	int			n;
+	struct config_generic **vars = IdemGucVariables(&n);
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(vars[i]->name, name) == 0)
+			return vars[i]->source;
+	return PGC_S_DEFAULT;
+}
+
 /*
  * Define the extension's settings.
+ *
+ * Loaded on a function's first call (not preloaded), a setting may have a
+ * value already, kept by PostgreSQL as a placeholder until now: from the
+ * configuration file, ALTER DATABASE / ROLE ... SET, the connection's
+ * options or a SET.  Defining the setting applies it again, and PostgreSQL
+ * refuses, with no more than a WARNING, an invalid value, and a value of a
+ * superuser-only setting (max_key_length, stale_policy) that a role which
+ * may not set it gave; the setting then has its built-in default.  A value
+ * given in the connection's options also replaced, while a placeholder,
+ * whatever the database's or the configuration file's was: a caller's
+ * options=-c idempotency.stale_policy=reclaim undid a DBA's hold, and a
+ * retention mistyped in ALTER DATABASE became a day.  Those settings are
+ * noted here, and IdemSettingsCheck refuses every call while they keep the
+ * default, as a preloaded library refuses such a session at its start.
  */
 void
 IdemSettingsInit(void)
 {
+	uint32		given = 0;
+
+	if (!process_shared_preload_libraries_in_progress)
+		for (int i = 0; i < (int) NUM_SETTINGS; i++)
+			if (GetConfigOption(setting_names[i], true, false) != NULL)
+				given |= UINT32_C(1) << i;
+
 	DefineCustomIntVariable("idempotency.lease",
 							"Default lease of a processing claim.",
 							"A claim whose lease runs out may be taken over by the next claim of the key. idem_claim's lease argument overrides it.",
@@ -88,4 +144,30 @@ IdemSettingsInit(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	for (int i = 0; i < (int) NUM_SETTINGS; i++)
+		if ((given & (UINT32_C(1) << i)) && SettingSource(setting_names[i]) == PGC_S_DEFAULT)
+			settings_refused |= UINT32_C(1) << i;
+}
+
+/*
+ * Refuse the call if a setting's value given before the library was loaded
+ * was refused and the setting still has its default (IdemSettingsInit).
+ * One that the session has set since (a SET or SET LOCAL of a valid value)
+ * counts as set.  Called by IdemConnect, which every function that reads a
+ * setting passes through.
+ */
+void
+IdemSettingsCheck(void)
+{
+	if (likely(settings_refused == 0))
+		return;
+	for (int i = 0; i < (int) NUM_SETTINGS; i++)
+		if ((settings_refused & (UINT32_C(1) << i)) &&
+			SettingSource(setting_names[i]) == PGC_S_DEFAULT)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the value of \"%s\" given before the extension was loaded was refused", setting_names[i]),
+					 errdetail("When the library was loaded, PostgreSQL refused the value (its WARNING said why: an invalid value, or one only a superuser may set, such as from the connection's options) and left the setting at its default, not at the value the database or the server configuration gives it."),
+					 errhint("Connect without that value, or correct it where it is set (ALTER DATABASE or ALTER ROLE ... SET, the configuration file); with shared_preload_libraries = 'idempotency' PostgreSQL refuses such a value when the session starts.")));
 }

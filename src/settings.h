@@ -27,5 +27,6 @@ extern int	idem_max_attempts;
 extern int	idem_await_result_ms;
 
 extern void IdemSettingsInit(void);
+extern void IdemSettingsCheck(void);
 
 #endif							/* IDEMPOTENCY_SETTINGS_H */
