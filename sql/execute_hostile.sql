@@ -75,6 +75,11 @@ SELECT outcome FROM idem_execute('kind', NULL, 'hostile', 200, 'MERGE INTO hosti
 \echo :LAST_ERROR_SQLSTATE
 SELECT outcome FROM idem_execute('kind', NULL, 'hostile', 200, 'EXPLAIN ANALYZE INSERT INTO hostile_log VALUES (''explain'')');
 \echo :LAST_ERROR_SQLSTATE
+-- after a comment that a carriage return ends, as PostgreSQL's scanner ends it
+SELECT outcome FROM idem_execute('kind', NULL, 'hostile', 200, E'-- note\rSHOW work_mem');
+\echo :LAST_ERROR_SQLSTATE
+SELECT outcome FROM idem_execute('kind', NULL, 'hostile', 200, E'/* a */ --\rEXPLAIN SELECT 1');
+\echo :LAST_ERROR_SQLSTATE
 SELECT outcome FROM idem_execute('kind', NULL, 'hostile', 200, 'COPY hostile_log TO STDOUT');
 \echo :LAST_ERROR_SQLSTATE
 SELECT outcome FROM idem_execute('kind', NULL, 'hostile', 200, ';');

@@ -647,7 +647,7 @@ BEGIN
         /* another transaction's probe key (a later one's would stand in its probe's way): refused at once */
         RAISE EXCEPTION USING ERRCODE = '42501',
             MESSAGE = 'a key-lock probe row cannot be written',
-            DETAIL = pg_catalog.format('A row of token 0 whose key begins with "\x01lock " was inserted in scope "%s": such rows are the key functions'' own.', NEW.scope),
+            DETAIL = pg_catalog.format(E'A row of token 0 whose key begins with "\\x01lock " was inserted in scope "%s": such rows are the key functions'' own.', NEW.scope),
             HINT = 'Key locks are taken by the key functions.';
     END IF;
     RETURN NULL;
@@ -798,13 +798,19 @@ BEGIN
     IF now_ts OPERATOR(pg_catalog.-) stamped OPERATOR(pg_catalog.<=) '10 ms'::interval THEN
         RETURN false;
     END IF;
+    /*
+     * Each time moves by the seconds since the row's write, as an interval
+     * of seconds alone: the difference of two times is given in days past
+     * 24 hours, and a day added in a TimeZone with daylight saving may be
+     * 23 or 25 hours (the C build's SHIFTED adds seconds too).
+     */
     UPDATE idempotency_keys AS k
        SET locked_until = CASE WHEN k.locked_until IN ('infinity', '-infinity') THEN k.locked_until
-                               ELSE k.locked_until OPERATOR(pg_catalog.+) (now_ts OPERATOR(pg_catalog.-) k.updated_at) END,
+                               ELSE k.locked_until OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', now_ts OPERATOR(pg_catalog.-) k.updated_at)) END,
            expires_at = CASE WHEN k.expires_at IN ('infinity', '-infinity') THEN k.expires_at
-                             ELSE k.expires_at OPERATOR(pg_catalog.+) (now_ts OPERATOR(pg_catalog.-) k.updated_at) END,
+                             ELSE k.expires_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', now_ts OPERATOR(pg_catalog.-) k.updated_at)) END,
            due_at = CASE WHEN k.due_at IN ('infinity', '-infinity') THEN k.due_at
-                         ELSE k.due_at OPERATOR(pg_catalog.+) (now_ts OPERATOR(pg_catalog.-) k.updated_at) END,
+                         ELSE k.due_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', now_ts OPERATOR(pg_catalog.-) k.updated_at)) END,
            created_at = CASE WHEN k.created_at OPERATOR(pg_catalog.=) k.updated_at THEN now_ts ELSE k.created_at END,
            updated_at = now_ts
       FROM ROWS FROM (pg_catalog.unnest(keys), pg_catalog.unnest(tokens)) AS w(key, token)

@@ -365,9 +365,10 @@ BEGIN
          */
         word := pg_catalog.upper((pg_catalog.regexp_match(query, E'^\\s*([A-Za-z_]+)'))[1]);
         IF word IS NULL THEN
-            FOR tok IN SELECT t[1] FROM pg_catalog.regexp_matches(query, E'(/\\*|\\*/|--|\\n|[ \\t\\r\\f\\v]+|[A-Za-z_]+|.)', 'g') AS t LOOP
+            /* a -- comment ends at a newline or a carriage return, as in scan.l */
+            FOR tok IN SELECT t[1] FROM pg_catalog.regexp_matches(query, E'(/\\*|\\*/|--|\\n|\\r|[ \\t\\f\\v]+|[A-Za-z_]+|.)', 'g') AS t LOOP
                 IF in_line THEN
-                    in_line := tok OPERATOR(pg_catalog.<>) E'\n';
+                    in_line := tok OPERATOR(pg_catalog.<>) E'\n' AND tok OPERATOR(pg_catalog.<>) E'\r';
                 ELSIF depth OPERATOR(pg_catalog.>) 0 THEN
                     IF tok OPERATOR(pg_catalog.=) '/*' THEN
                         depth := depth OPERATOR(pg_catalog.+) 1;

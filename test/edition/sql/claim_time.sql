@@ -38,3 +38,23 @@ END $$;
 SELECT pg_temp.claim_while_expiring('one query');
 SELECT pg_temp.claim_while_expiring('the other way');
 SELECT * FROM seen;
+-- A row written before a wait moves forward by the seconds the wait took
+-- (idem__restamp, as the C build's SHIFTED): not by days added in the
+-- session's TimeZone, which across a change of daylight saving are 23 or
+-- 25 hours.  A row written 48 hours ago whose lease ends before Europe's
+-- spring change (2026-03-29) moves by 48 hours exactly.
+SET TimeZone = 'Europe/Berlin';
+BEGIN;
+SELECT token AS dst_token FROM idem_claim('dst', NULL, 'time') \gset
+UPDATE idempotency_keys
+   SET updated_at = clock_timestamp() - interval '48 hours', created_at = clock_timestamp() - interval '48 hours',
+       locked_until = '2026-03-28 12:00 Europe/Berlin', expires_at = '2026-03-28 13:00 Europe/Berlin',
+       due_at = '2026-03-28 12:00 Europe/Berlin'
+ WHERE scope = 'time' AND key = 'dst';
+SELECT idem__restamp('time', ARRAY['dst'], ARRAY[:dst_token]::bigint[], 'epoch') AS moved;
+SELECT round(extract(epoch FROM locked_until - '2026-03-28 12:00 Europe/Berlin'::timestamptz) / 3600) AS lease_hours,
+       round(extract(epoch FROM expires_at - '2026-03-28 13:00 Europe/Berlin'::timestamptz) / 3600) AS expiry_hours,
+       round(extract(epoch FROM due_at - '2026-03-28 12:00 Europe/Berlin'::timestamptz) / 3600) AS due_hours
+  FROM idempotency_keys WHERE scope = 'time' AND key = 'dst';
+ROLLBACK;
+RESET TimeZone;

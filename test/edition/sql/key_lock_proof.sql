@@ -89,6 +89,24 @@ RESET ROLE;
 SELECT count(*) AS proofs FROM idempotency_key_lock_proof;
 SELECT count(*) AS probe_rows FROM idempotency_keys WHERE key LIKE E'\x01lock %';
 SELECT key, status FROM idempotency_keys WHERE scope = 'proof_a' ORDER BY key;
+-- with standard_conforming_strings off (any role may set it; old drivers
+-- do), the trigger's function, compiled in this new session, warns of
+-- nothing, and its message names the probe's key with the text \x01
+\c
+SET standard_conforming_strings = off;
+SET escape_string_warning = on;
+SET ROLE proof_a;
+SELECT outcome FROM idem_claim('p8', NULL, 'proof_a');
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+BEGIN;
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+VALUES ('proof_a', E'\x01lock ', 'processing', 0, now(), now(), now());
+ROLLBACK;
+\set VERBOSITY terse
+\set SHOW_CONTEXT errors
+RESET ROLE;
+SET standard_conforming_strings = on;
 DROP POLICY proof_tenant ON idempotency_keys;
 ALTER TABLE idempotency_keys DISABLE ROW LEVEL SECURITY;
 DELETE FROM idempotency_keys WHERE scope = 'proof_a';
