@@ -64,6 +64,33 @@ WHERE scope = 'no-preload' AND key = 'np-retention';
 -- the DBA's hold, with no value of the caller's, still holds
 \c :np_uri
 SELECT outcome FROM idem_claim('np-stale', NULL, 'no-preload');
+-- values the session set and let go before the first call count for
+-- nothing (placeholders left without a value: PostgreSQL 17 on)
+\c :np_uri
+BEGIN;
+SET LOCAL idempotency.lease = '30s';
+COMMIT;
+SET idempotency.max_attempts = 3;
+RESET idempotency.max_attempts;
+BEGIN;
+SET idempotency.await_result = '1s';
+ROLLBACK;
+SELECT outcome FROM idem_claim('np-stale', NULL, 'no-preload');
+-- a value the session SET that PostgreSQL refuses as it loads the library
+-- (which a preloaded library refuses at the SET): the call that loaded it
+-- is refused, and the value below it stays in force
+\c :np_uri
+BEGIN;
+SET LOCAL idempotency.stale_policy = 'reclaim';
+SELECT outcome FROM idem_claim('np-stale', NULL, 'no-preload');
+ROLLBACK;
+SHOW idempotency.stale_policy;
+SELECT outcome FROM idem_claim('np-stale', NULL, 'no-preload');
+\c :np_uri
+SET idempotency.retention = '7days';
+SELECT outcome FROM idem_claim('np-typo', NULL, 'no-preload');
+SHOW idempotency.retention;
+SELECT outcome FROM idem_claim('np-typo', NULL, 'no-preload');
 \c - :np_superuser
 ALTER DATABASE :"np_db" RESET idempotency.stale_policy;
 DROP ROLE np_app;

@@ -37,12 +37,16 @@
 
 /*
  * Every GUC variable: an array of *n pointers to utils/guc_tables.h's
- * config_generic.  get_guc_variables() counts them itself from 16 on.
+ * config_generic, let go with IdemGucVariablesDone.  From 16 on
+ * get_guc_variables() counts them itself and pallocs the array; before,
+ * it is guc.c's own.
  */
 #if PG_VERSION_NUM >= 160000
 #define IdemGucVariables(n)	get_guc_variables(n)
+#define IdemGucVariablesDone(vars)	pfree(vars)
 #else
 #define IdemGucVariables(n)	(*(n) = GetNumConfigOptions(), get_guc_variables())
+#define IdemGucVariablesDone(vars)	((void) (vars))
 #endif
 
 /* c.h's Abs() went in 17 (i64abs() and friends replaced it). */

@@ -44,51 +44,74 @@ static const char *const setting_names[] = {
 #define NUM_SETTINGS	lengthof(setting_names)
 
 /*
- * The settings (bit i: setting_names[i]) given a value before the library
- * was loaded that PostgreSQL refused when it defined them, and that still
- * have their built-in default (IdemSettingsCheck).
+ * The settings (bit i: setting_names[i]) whose value from before the
+ * library was loaded PostgreSQL refused when the library defined them
+ * (IdemSettingsInit), and each setting's variable, for IdemSettingsCheck.
  */
 static uint32 settings_refused = 0;
+static uint32 settings_refused_once = 0;
+static struct config_generic *setting_vars[NUM_SETTINGS];
 
-/* Where setting name's current value came from */
-static GucSource
-SettingSource(const char *name)
+/* The GUC variables (or placeholders) of the settings, NULL where none */
+static void
+FindSettings(struct config_generic **found)
 {
 	int			n;
 	struct config_generic **vars = IdemGucVariables(&n);
 
-	for (int i = 0; i < n; i++)
-		if (strcmp(vars[i]->name, name) == 0)
-			return vars[i]->source;
-	return PGC_S_DEFAULT;
+	for (int s = 0; s < (int) NUM_SETTINGS; s++)
+	{
+		found[s] = NULL;
+		for (int i = 0; i < n; i++)
+			if (strcmp(vars[i]->name, setting_names[s]) == 0)
+				found[s] = vars[i];
+	}
+	IdemGucVariablesDone(vars);
 }
 
 /*
  * Define the extension's settings.
  *
- * Loaded on a function's first call (not preloaded), a setting may have a
- * value already, kept by PostgreSQL as a placeholder until now: from the
- * configuration file, ALTER DATABASE / ROLE ... SET, the connection's
- * options or a SET.  Defining the setting applies it again, and PostgreSQL
- * refuses, with no more than a WARNING, an invalid value, and a value of a
- * superuser-only setting (max_key_length, stale_policy) that a role which
- * may not set it gave; the setting then has its built-in default.  A value
- * given in the connection's options also replaced, while a placeholder,
- * whatever the database's or the configuration file's was: a caller's
+ * Loaded on a function's first call (not preloaded), a setting may have
+ * been given a value already, kept by PostgreSQL in a placeholder until
+ * now.  Its reset value (what RESET returns to) comes from the
+ * configuration file, ALTER DATABASE / ROLE ... SET or the connection's
+ * options, the last replacing the others while a placeholder; a SET or SET
+ * LOCAL in the session is layered above it.  Defining the setting applies
+ * each again, and PostgreSQL refuses, with no more than a WARNING, an
+ * invalid value, and a value of a superuser-only setting (max_key_length,
+ * stale_policy) that a role which may not set it gave: a refused reset
+ * value leaves the built-in default in its place.  So a caller's
  * options=-c idempotency.stale_policy=reclaim undid a DBA's hold, and a
- * retention mistyped in ALTER DATABASE became a day.  Those settings are
- * noted here, and IdemSettingsCheck refuses every call while they keep the
- * default, as a preloaded library refuses such a session at its start.
+ * retention mistyped in ALTER DATABASE became a day.  Such settings are
+ * noted here, and IdemSettingsCheck refuses the session's calls while they
+ * have their default, as a preloaded library refuses such a session at its
+ * start.  A refused SET or SET LOCAL of the session's own (a mistyped
+ * retention, a tenant's stale_policy) leaves the value below it in force,
+ * the one a preloaded library's SET, failing, would have left: only the
+ * call that loaded the library is refused, as that SET would have been
+ * (a retention the caller meant to be a week and a day is not a day
+ * silently).  A placeholder without a value (a SET undone by RESET, a
+ * rollback or the end of a SET LOCAL's transaction) counts for nothing.
  */
 void
 IdemSettingsInit(void)
 {
-	uint32		given = 0;
+	struct config_generic *before[NUM_SETTINGS];
+	GucSource	reset_source[NUM_SETTINGS];
+	GucSource	source[NUM_SETTINGS];
+	bool		given = false;
 
 	if (!process_shared_preload_libraries_in_progress)
+	{
+		FindSettings(before);
 		for (int i = 0; i < (int) NUM_SETTINGS; i++)
-			if (GetConfigOption(setting_names[i], true, false) != NULL)
-				given |= UINT32_C(1) << i;
+		{
+			reset_source[i] = before[i] ? before[i]->reset_source : PGC_S_DEFAULT;
+			source[i] = before[i] ? before[i]->source : PGC_S_DEFAULT;
+			given |= source[i] != PGC_S_DEFAULT || reset_source[i] != PGC_S_DEFAULT;
+		}
+	}
 
 	DefineCustomIntVariable("idempotency.lease",
 							"Default lease of a processing claim.",
@@ -145,29 +168,53 @@ IdemSettingsInit(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	for (int i = 0; i < (int) NUM_SETTINGS; i++)
-		if ((given & (UINT32_C(1) << i)) && SettingSource(setting_names[i]) == PGC_S_DEFAULT)
-			settings_refused |= UINT32_C(1) << i;
+	if (given)
+	{
+		FindSettings(setting_vars);
+		for (int i = 0; i < (int) NUM_SETTINGS; i++)
+		{
+			if (setting_vars[i] == NULL)
+				elog(ERROR, "setting \"%s\" was not defined", setting_names[i]);
+			if (reset_source[i] != PGC_S_DEFAULT &&
+				setting_vars[i]->reset_source == PGC_S_DEFAULT)
+				settings_refused |= UINT32_C(1) << i;
+			else if (setting_vars[i]->source < source[i])
+				settings_refused_once |= UINT32_C(1) << i;
+		}
+	}
 }
 
 /*
- * Refuse the call if a setting's value given before the library was loaded
- * was refused and the setting still has its default (IdemSettingsInit).
- * One that the session has set since (a SET or SET LOCAL of a valid value)
- * counts as set.  Called by IdemConnect, which every function that reads a
- * setting passes through.
+ * Refuse the call if a setting's value from before the library was loaded
+ * was refused (IdemSettingsInit): one from the file, the database or role,
+ * or the connection's options while the setting still has its default
+ * (one the session has SET since counts as set); one the session SET, in
+ * the call that loaded the library only.  Called by IdemConnect, which
+ * every function that reads a setting passes through, and idem_execute.
  */
 void
 IdemSettingsCheck(void)
 {
-	if (likely(settings_refused == 0))
+	if (likely((settings_refused | settings_refused_once) == 0))
 		return;
 	for (int i = 0; i < (int) NUM_SETTINGS; i++)
-		if ((settings_refused & (UINT32_C(1) << i)) &&
-			SettingSource(setting_names[i]) == PGC_S_DEFAULT)
+	{
+		uint32		bit = UINT32_C(1) << i;
+
+		if ((settings_refused & bit) && setting_vars[i]->source == PGC_S_DEFAULT)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("the value of \"%s\" given before the extension was loaded was refused", setting_names[i]),
 					 errdetail("When the library was loaded, PostgreSQL refused the value (its WARNING said why: an invalid value, or one only a superuser may set, such as from the connection's options) and left the setting at its default, not at the value the database or the server configuration gives it."),
 					 errhint("Connect without that value, or correct it where it is set (ALTER DATABASE or ALTER ROLE ... SET, the configuration file); with shared_preload_libraries = 'idempotency' PostgreSQL refuses such a value when the session starts.")));
+		if (settings_refused_once & bit)
+		{
+			settings_refused_once &= ~bit;
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the value set for \"%s\" before the extension was loaded was refused", setting_names[i]),
+					 errdetail("When the library was loaded, PostgreSQL refused the value this session had SET (its WARNING said why: an invalid value, or one only a superuser may set) and kept the value it had before, which later calls use."),
+					 errhint("Set a valid value; with shared_preload_libraries = 'idempotency' such a SET fails when it is made.")));
+		}
+	}
 }
