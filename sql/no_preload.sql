@@ -36,16 +36,18 @@ DELETE FROM idempotency_keys WHERE scope = 'no-preload';
 -- attempt of a payment) or its lowered max_key_length; a mistyped
 -- retention became a day.  Such a session's calls are refused (22023),
 -- as a preloaded library refuses the session at its start.
+-- (np_app connects with a password: the package's test, pg_virtualenv,
+-- asks for one over TCP; psql's HOST is a socket's directory or a host)
 SELECT current_database() AS np_db, current_user AS np_superuser,
-       format('postgresql://%s:%s/%s?user=np_app&options=',
-              replace(split_part(current_setting('unix_socket_directories'), ',', 1), '/', '%2F'),
-              current_setting('port'), current_database()) AS np_uri \gset
-CREATE ROLE np_app LOGIN IN ROLE idempotency_app;
+       format('postgresql://np_app:np-app-password@%s:%s/%s?options=',
+              CASE WHEN :'HOST' LIKE '/%' THEN replace(:'HOST', '/', '%2F') ELSE :'HOST' END,
+              :'PORT', current_database()) AS np_uri \gset
+CREATE ROLE np_app LOGIN PASSWORD 'np-app-password' IN ROLE idempotency_app;
 ALTER DATABASE :"np_db" SET idempotency.stale_policy = 'hold';
 SELECT outcome FROM idem_claim('np-stale', NULL, 'no-preload');
 UPDATE idempotency_keys SET locked_until = now() - interval '1 s', due_at = '-infinity'
 WHERE scope = 'no-preload' AND key = 'np-stale';
-\c - np_app
+\c :np_uri
 SHOW idempotency.stale_policy;
 SELECT outcome FROM idem_claim('np-stale', NULL, 'no-preload');
 \c :np_uri-c%20idempotency.stale_policy%3Dreclaim
