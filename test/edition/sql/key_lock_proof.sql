@@ -92,13 +92,13 @@ SELECT key, status FROM idempotency_keys WHERE scope = 'proof_a' ORDER BY key;
 -- with standard_conforming_strings off (any role may set it; old drivers
 -- do), the trigger's function, compiled in this new session, warns of
 -- nothing, and its message names the probe's key with the text \x01
--- (PostgreSQL 19 refuses it off: there it stays on)
+-- (PostgreSQL 19 refuses it off: both settings are left alone there)
 \c
 SELECT current_setting('server_version_num')::int < 190000 AS scs_can_be_off \gset
 \if :scs_can_be_off
 SET standard_conforming_strings = off;
-\endif
 SET escape_string_warning = on;
+\endif
 SET ROLE proof_a;
 SELECT outcome FROM idem_claim('p8', NULL, 'proof_a');
 \set VERBOSITY default
@@ -110,7 +110,7 @@ ROLLBACK;
 \set VERBOSITY terse
 \set SHOW_CONTEXT errors
 RESET ROLE;
-SET standard_conforming_strings = on;
+RESET standard_conforming_strings;
 DROP POLICY proof_tenant ON idempotency_keys;
 ALTER TABLE idempotency_keys DISABLE ROW LEVEL SECURITY;
 DELETE FROM idempotency_keys WHERE scope = 'proof_a';
