@@ -55,24 +55,24 @@ LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_hash_number$
 DECLARE
-    a numeric := abs(n);
+    a numeric := pg_catalog.abs(n);
     e integer;
     k integer;
     s integer;
     t text;
 BEGIN
-    IF a = 0 THEN
+    IF a OPERATOR(pg_catalog.=) 0 THEN
         RETURN '0';                 -- -0 and 0.000 too
     END IF;
-    IF a >= 1e-32 AND a < 1e33 THEN
-        RETURN trim_scale(n)::text; -- numeric_normalize's form
+    IF a OPERATOR(pg_catalog.>=) 1e-32 AND a OPERATOR(pg_catalog.<) 1e33 THEN
+        RETURN pg_catalog.trim_scale(n)::text; -- numeric_normalize's form
     END IF;
     /* the exponent of the first significant digit */
-    e := split_part(to_char(a, '9EEEE'), 'e', 2)::integer;
-    a := trim_scale(a);
-    IF e < 0 THEN
+    e := pg_catalog.split_part(pg_catalog.to_char(a, '9EEEE'), 'e', 2)::integer;
+    a := pg_catalog.trim_scale(a);
+    IF e OPERATOR(pg_catalog.<) 0 THEN
         /* times 10^-e (at most 10^16383): exact, no scale added */
-        t := trim_scale(a * ('1e' || -e)::numeric)::text;
+        t := pg_catalog.trim_scale(a OPERATOR(pg_catalog.*) ('1e' OPERATOR(pg_catalog.||) (OPERATOR(pg_catalog.-) e)::text)::numeric)::text;
     ELSE
         /*
          * times 10^-e, in steps that keep the exact product within
@@ -83,19 +83,19 @@ BEGIN
          */
         k := e;
         LOOP
-            EXIT WHEN k = 0;
-            s := least(k, 16383 - scale(a));
-            EXIT WHEN s <= 0;
-            a := trim_scale(a * ('1e-' || s)::numeric);
-            k := k - s;
+            EXIT WHEN k OPERATOR(pg_catalog.=) 0;
+            s := LEAST(k, 16383 OPERATOR(pg_catalog.-) pg_catalog.scale(a));
+            EXIT WHEN s OPERATOR(pg_catalog.<=) 0;
+            a := pg_catalog.trim_scale(a OPERATOR(pg_catalog.*) ('1e-' OPERATOR(pg_catalog.||) s::text)::numeric);
+            k := k OPERATOR(pg_catalog.-) s;
         END LOOP;
         t := a::text;
-        IF k > 0 THEN
-            t := replace(t, '.', '');
-            t := left(t, 1) || '.' || substr(t, 2);
+        IF k OPERATOR(pg_catalog.>) 0 THEN
+            t := pg_catalog.replace(t, '.', '');
+            t := pg_catalog.left(t, 1) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.substr(t, 2);
         END IF;
     END IF;
-    RETURN CASE WHEN n < 0 THEN '-' ELSE '' END || t || 'e' || e;
+    RETURN CASE WHEN n OPERATOR(pg_catalog.<) 0 THEN '-' ELSE '' END OPERATOR(pg_catalog.||) t OPERATOR(pg_catalog.||) 'e' OPERATOR(pg_catalog.||) e::text;
 END
 $idem_hash_number$;
 COMMENT ON FUNCTION idem_hash_number(numeric) IS
@@ -128,74 +128,80 @@ DECLARE
     keys text[];
     items jsonb[];
     copied bigint := 0;
-    budget constant bigint := 64 * pg_column_size(vals[1])::bigint + 268435456;   -- (its size uncompressed)
+    budget constant bigint := 64 OPERATOR(pg_catalog.*) pg_catalog.pg_column_size(vals[1])::bigint OPERATOR(pg_catalog.+) 268435456;   -- (its size uncompressed)
+    kind text;
 BEGIN
     --@ check_document_size DOC=request MAX=4194304
-    WHILE top > 0 LOOP
+    WHILE top OPERATOR(pg_catalog.>) 0 LOOP
         v := vals[top];
         lit := lits[top];
         depth := depths[top];
-        top := top - 1;
-        n := n + 1;
+        top := top OPERATOR(pg_catalog.-) 1;
+        n := n OPERATOR(pg_catalog.+) 1;
         IF lit IS NOT NULL THEN
             out[n] := lit;
             CONTINUE;
         END IF;
-        CASE jsonb_typeof(v)
-        WHEN 'number' THEN
+        kind := pg_catalog.jsonb_typeof(v);
+        IF kind OPERATOR(pg_catalog.=) 'number' THEN
             out[n] := idem_hash_number(v::numeric);
-        WHEN 'object', 'array' THEN
-            IF depth < 32
-               AND NOT EXISTS (SELECT FROM jsonb_array_elements(jsonb_path_query_array(v, 'strict $.** ? (@.type() == "number")')) AS t(j),
+        ELSIF kind OPERATOR(pg_catalog.=) 'object' OR kind OPERATOR(pg_catalog.=) 'array' THEN
+            IF depth OPERATOR(pg_catalog.<) 32
+               AND NOT EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(pg_catalog.jsonb_path_query_array(v, 'strict $.** ? (@.type() == "number")')) AS t(j),
                                            LATERAL (SELECT j::numeric) AS x(x)
-                               WHERE scale(x) > 63 OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33))) THEN
-                out[n] := regexp_replace(v::text,
+                               WHERE pg_catalog.scale(x) OPERATOR(pg_catalog.>) 63
+                                  OR (x OPERATOR(pg_catalog.<>) 0::numeric
+                                      AND (pg_catalog.abs(x) OPERATOR(pg_catalog.<) 1e-32
+                                           OR pg_catalog.abs(x) OPERATOR(pg_catalog.>=) 1e33))) THEN
+                out[n] := pg_catalog.regexp_replace(v::text,
                                          E'("(?:[^"\\\\]|\\\\.)*")|([,:]) |(\\.[0-9]*[1-9])0+(?![0-9])|\\.0+(?![0-9])',
                                          E'\\1\\2\\3', 'g');
                 CONTINUE;
             END IF;
             /* its members are copied out of it: the walk's cost */
-            copied := copied + pg_column_size(v);
-            IF copied > budget THEN
+            copied := copied OPERATOR(pg_catalog.+) pg_catalog.pg_column_size(v);
+            IF copied OPERATOR(pg_catalog.>) budget THEN
                 RAISE EXCEPTION USING ERRCODE = '54000',
                     MESSAGE = 'request is nested too deeply to hash in the SQL edition',
-                    DETAIL = format('Its canonical form would copy more than %s bytes (64 times its %s bytes, and 256 MB): it holds a number outside 10^-32..10^33 under levels that each hold much of it.',
-                                    budget, pg_column_size(vals[1])),
+                    DETAIL = pg_catalog.format('Its canonical form would copy more than %s bytes (64 times its %s bytes, and 256 MB): it holds a number outside 10^-32..10^33 under levels that each hold much of it.',
+                                    budget, pg_catalog.pg_column_size(vals[1])),
                     HINT = 'Send the request less deeply nested; the C build hashes it.';
             END IF;
-            IF jsonb_typeof(v) = 'object' THEN
-                SELECT array_agg(to_jsonb(k)::text ORDER BY o), array_agg(j ORDER BY o) INTO keys, items
-                FROM jsonb_each(v) WITH ORDINALITY AS t(k, j, o);
+            IF kind OPERATOR(pg_catalog.=) 'object' THEN
+                SELECT pg_catalog.array_agg(pg_catalog.to_jsonb(k)::text ORDER BY o), pg_catalog.array_agg(j ORDER BY o) INTO keys, items
+                FROM pg_catalog.jsonb_each(v) WITH ORDINALITY AS t(k, j, o);
                 out[n] := '{';
-                top := top + 1;
+                top := top OPERATOR(pg_catalog.+) 1;
                 vals[top] := NULL; lits[top] := '}'; depths[top] := depth;
-                FOR i IN REVERSE coalesce(array_length(items, 1), 0) .. 1 LOOP
-                    top := top + 1;
-                    vals[top] := items[i]; lits[top] := NULL; depths[top] := depth + 1;
-                    top := top + 1;
-                    vals[top] := NULL; lits[top] := CASE WHEN i > 1 THEN ',' ELSE '' END || keys[i] || ':';
+                FOR i IN REVERSE COALESCE(pg_catalog.array_length(items, 1), 0) .. 1 LOOP
+                    top := top OPERATOR(pg_catalog.+) 1;
+                    vals[top] := items[i]; lits[top] := NULL; depths[top] := depth OPERATOR(pg_catalog.+) 1;
+                    top := top OPERATOR(pg_catalog.+) 1;
+                    vals[top] := NULL;
+                    lits[top] := CASE WHEN i OPERATOR(pg_catalog.>) 1 THEN ',' ELSE '' END
+                                 OPERATOR(pg_catalog.||) keys[i] OPERATOR(pg_catalog.||) ':';
                     depths[top] := depth;
                 END LOOP;
             ELSE
-                SELECT array_agg(j ORDER BY o) INTO items
-                FROM jsonb_array_elements(v) WITH ORDINALITY AS t(j, o);
+                SELECT pg_catalog.array_agg(j ORDER BY o) INTO items
+                FROM pg_catalog.jsonb_array_elements(v) WITH ORDINALITY AS t(j, o);
                 out[n] := '[';
-                top := top + 1;
+                top := top OPERATOR(pg_catalog.+) 1;
                 vals[top] := NULL; lits[top] := ']'; depths[top] := depth;
-                FOR i IN REVERSE coalesce(array_length(items, 1), 0) .. 1 LOOP
-                    top := top + 1;
-                    vals[top] := items[i]; lits[top] := NULL; depths[top] := depth + 1;
-                    IF i > 1 THEN
-                        top := top + 1;
+                FOR i IN REVERSE COALESCE(pg_catalog.array_length(items, 1), 0) .. 1 LOOP
+                    top := top OPERATOR(pg_catalog.+) 1;
+                    vals[top] := items[i]; lits[top] := NULL; depths[top] := depth OPERATOR(pg_catalog.+) 1;
+                    IF i OPERATOR(pg_catalog.>) 1 THEN
+                        top := top OPERATOR(pg_catalog.+) 1;
                         vals[top] := NULL; lits[top] := ','; depths[top] := depth;
                     END IF;
                 END LOOP;
             END IF;
         ELSE
             out[n] := v::text;      -- string, true, false, null
-        END CASE;
+        END IF;
     END LOOP;
-    RETURN array_to_string(out, '');
+    RETURN pg_catalog.array_to_string(out, '');
 END
 $idem_hash_canonical$;
 COMMENT ON FUNCTION idem_hash_canonical(jsonb) IS
@@ -217,6 +223,7 @@ DECLARE
     doc text;
     canonical text;
     plain boolean;
+    trimmed text;
 BEGIN
     /* the commonest request: see the fragment */
     h :=
@@ -226,7 +233,7 @@ BEGIN
         RETURN h;
     END IF;
     --@ check_document_size DOC=request MAX=16777216
-    numbers := jsonb_path_query_array(request, 'strict $.** ? (@.type() == "number")');
+    numbers := pg_catalog.jsonb_path_query_array(request, 'strict $.** ? (@.type() == "number")');
     /*
      * Then the common case, in as few statements as can be (each costs
      * about as much as hashing a short request): every number plain, with
@@ -234,19 +241,23 @@ BEGIN
      * holding the stand-in for null members below.  Anything else is
      * looked at again below.
      */
-    FOR i IN 0 .. jsonb_array_length(numbers) - 1 LOOP
-        x := (numbers -> i)::numeric;
-        IF scale(x) <> min_scale(x) OR scale(x) > 63 OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33)) THEN
+    FOR i IN 0 .. pg_catalog.jsonb_array_length(numbers) OPERATOR(pg_catalog.-) 1 LOOP
+        x := (numbers OPERATOR(pg_catalog.->) i)::numeric;
+        IF pg_catalog.scale(x) OPERATOR(pg_catalog.<>) pg_catalog.min_scale(x)
+           OR pg_catalog.scale(x) OPERATOR(pg_catalog.>) 63
+           OR (x OPERATOR(pg_catalog.<>) 0::numeric
+               AND (pg_catalog.abs(x) OPERATOR(pg_catalog.<) 1e-32 OR pg_catalog.abs(x) OPERATOR(pg_catalog.>=) 1e33)) THEN
             plain := false;
             EXIT;
         END IF;
     END LOOP;
     IF plain IS NULL THEN
         doc := request::text;
-        IF strpos(doc, '-0.0E-0') = 0 THEN
-            RETURN sha256(convert_to(replace(json_strip_nulls(replace(doc, '": null', '": -0.0E-0')::json)::text,
-                                             '-0.0E-0', 'null'),
-                                     getdatabaseencoding()));
+        IF pg_catalog.strpos(doc, '-0.0E-0') OPERATOR(pg_catalog.=) 0 THEN
+            RETURN pg_catalog.sha256(pg_catalog.convert_to(
+                pg_catalog.replace(pg_catalog.json_strip_nulls(pg_catalog.replace(doc, '": null', '": -0.0E-0')::json)::text,
+                                   '-0.0E-0', 'null'),
+                pg_catalog.getdatabaseencoding()));
         END IF;
     END IF;
     /*
@@ -259,16 +270,18 @@ BEGIN
     points := 0;
     zeros := '{}';
     nzeros := 0;
-    FOR i IN 0 .. jsonb_array_length(numbers) - 1 LOOP
-        x := (numbers -> i)::numeric;
-        IF scale(x) > 63 OR (x <> 0 AND (abs(x) < 1e-32 OR abs(x) >= 1e33)) THEN
-            RETURN sha256(convert_to(idem_hash_canonical(request), getdatabaseencoding()));
+    FOR i IN 0 .. pg_catalog.jsonb_array_length(numbers) OPERATOR(pg_catalog.-) 1 LOOP
+        x := (numbers OPERATOR(pg_catalog.->) i)::numeric;
+        IF pg_catalog.scale(x) OPERATOR(pg_catalog.>) 63
+           OR (x OPERATOR(pg_catalog.<>) 0::numeric
+               AND (pg_catalog.abs(x) OPERATOR(pg_catalog.<) 1e-32 OR pg_catalog.abs(x) OPERATOR(pg_catalog.>=) 1e33)) THEN
+            RETURN pg_catalog.sha256(pg_catalog.convert_to(idem_hash_canonical(request), pg_catalog.getdatabaseencoding()));
         END IF;
-        IF scale(x) > 0 THEN
-            points := points + 1;
-            IF scale(x) <> min_scale(x) THEN
-                nzeros := nzeros + 1;
-                IF nzeros <= 5 THEN
+        IF pg_catalog.scale(x) OPERATOR(pg_catalog.>) 0 THEN
+            points := points OPERATOR(pg_catalog.+) 1;
+            IF pg_catalog.scale(x) OPERATOR(pg_catalog.<>) pg_catalog.min_scale(x) THEN
+                nzeros := nzeros OPERATOR(pg_catalog.+) 1;
+                IF nzeros OPERATOR(pg_catalog.<=) 5 THEN
                     zeros[nzeros] := x::text;
                 END IF;
             END IF;
@@ -287,31 +300,37 @@ BEGIN
      * number (a suffix of another number is its trailing zeros too);
      * for more, by a regexp pass over the points.
      */
-    IF strpos(doc, '-0.0E-0') = 0
-       AND (nzeros = 0 OR length(doc) - length(replace(doc, '.', '')) = points) THEN
-        canonical := replace(json_strip_nulls(replace(doc, '": null', '": -0.0E-0')::json)::text, '-0.0E-0', 'null');
-        IF nzeros > 4 THEN
-            canonical := regexp_replace(canonical, E'(\\.[0-9]*[1-9])0+(?![0-9])|\\.0+(?![0-9])', E'\\1', 'g');
+    IF pg_catalog.strpos(doc, '-0.0E-0') OPERATOR(pg_catalog.=) 0
+       AND (nzeros OPERATOR(pg_catalog.=) 0
+            OR pg_catalog.length(doc) OPERATOR(pg_catalog.-) pg_catalog.length(pg_catalog.replace(doc, '.', ''))
+               OPERATOR(pg_catalog.=) points) THEN
+        canonical := pg_catalog.replace(pg_catalog.json_strip_nulls(pg_catalog.replace(doc, '": null', '": -0.0E-0')::json)::text,
+                                        '-0.0E-0', 'null');
+        IF nzeros OPERATOR(pg_catalog.>) 4 THEN
+            canonical := pg_catalog.regexp_replace(canonical, E'(\\.[0-9]*[1-9])0+(?![0-9])|\\.0+(?![0-9])', E'\\1', 'g');
         ELSE
             FOREACH form IN ARRAY zeros LOOP
-                x := trim_scale(form::numeric);
-                canonical := replace(replace(replace(canonical, form || ',', x || ','), form || ']', x || ']'),
-                                     form || '}', x || '}');
-                IF canonical = form THEN
-                    canonical := x::text;
+                trimmed := pg_catalog.trim_scale(form::numeric)::text;
+                canonical := pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(canonical,
+                                 form OPERATOR(pg_catalog.||) ',', trimmed OPERATOR(pg_catalog.||) ','),
+                                 form OPERATOR(pg_catalog.||) ']', trimmed OPERATOR(pg_catalog.||) ']'),
+                                 form OPERATOR(pg_catalog.||) '}', trimmed OPERATOR(pg_catalog.||) '}');
+                IF canonical OPERATOR(pg_catalog.=) form THEN
+                    canonical := trimmed;
                 END IF;
             END LOOP;
         END IF;
-        RETURN sha256(convert_to(canonical, getdatabaseencoding()));
+        RETURN pg_catalog.sha256(pg_catalog.convert_to(canonical, pg_catalog.getdatabaseencoding()));
     END IF;
     /*
      * Every number plain, but a string holds a point or the stand-in: one
      * regexp pass over jsonb's text, strings kept as they are, the
      * separators' spaces and the fractions' trailing zeros dropped.
      */
-    RETURN sha256(convert_to(regexp_replace(doc, E'("(?:[^"\\\\]|\\\\.)*")|([,:]) |(\\.[0-9]*[1-9])0+(?![0-9])|\\.0+(?![0-9])',
-                                            E'\\1\\2\\3', 'g'),
-                             getdatabaseencoding()));
+    RETURN pg_catalog.sha256(pg_catalog.convert_to(
+        pg_catalog.regexp_replace(doc, E'("(?:[^"\\\\]|\\\\.)*")|([,:]) |(\\.[0-9]*[1-9])0+(?![0-9])|\\.0+(?![0-9])',
+                                  E'\\1\\2\\3', 'g'),
+        pg_catalog.getdatabaseencoding()));
 END
 $idem_request_hash$;
 COMMENT ON FUNCTION idem_request_hash(jsonb) IS
@@ -323,7 +342,7 @@ LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_request_hash$
 BEGIN
-    RETURN sha256(request);
+    RETURN pg_catalog.sha256(request);
 END
 $idem_request_hash$;
 COMMENT ON FUNCTION idem_request_hash(bytea) IS
@@ -335,7 +354,7 @@ LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $idem_request_hash$
 BEGIN
-    RETURN sha256(convert_to(request, getdatabaseencoding()));   -- its bytes as stored
+    RETURN pg_catalog.sha256(pg_catalog.convert_to(request, pg_catalog.getdatabaseencoding()));   -- its bytes as stored
 END
 $idem_request_hash$;
 COMMENT ON FUNCTION idem_request_hash(text) IS

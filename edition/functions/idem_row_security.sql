@@ -39,7 +39,7 @@ BEGIN
      * were looked up first, and are written schema-qualified from here on.
      * The function's SET clause puts the path back when it returns.
      */
-    PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     EXECUTE format('SELECT EXISTS (SELECT FROM %s)', saved) INTO any_saved;
     IF NOT any_saved THEN
         RETURN 0;
@@ -98,7 +98,7 @@ BEGIN
      * tenant function in the edition's own schema too): either edition
      * restores them.  The function's SET clause puts the path back.
      */
-    PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     EXECUTE format('DELETE FROM %s', saved_table);
     EXECUTE format($q$INSERT INTO %s (policy, permissive, command, roles, using_expr, check_expr)
     SELECT p.polname, p.polpermissive,

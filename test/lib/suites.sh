@@ -212,11 +212,18 @@ suite_docs()
 suite_edition()
 {
 	local bin out port dir=$WORK/edition line why="" build part
-	say "edition (the SQL edition: make edition; test/edition/install.sh, regress.sh, hash_corpus.sql, migrate.sh, compare.sh, migrate-tle.sh, pgtap.sh, monitoring.sh)"
+	say "edition (the SQL edition: make edition; test/edition/names.py, install.sh, regress.sh, hash_corpus.sql, migrate.sh, compare.sh, migrate-tle.sh, pgtap.sh, monitoring.sh)"
 	if ! run_logged "$WORK/edition_build.log" "${MAKE_PG[@]}" edition; then
 		fail "edition/build (make edition)"
 		cat "$WORK/edition_build.log"
 		return
+	fi
+	# every name in its function bodies pinned to pg_catalog
+	if python3 "$WORK/test/edition/names.py" "$WORK"/edition/dist/idempotency--*.sql >"$WORK/edition_names.log" 2>&1; then
+		pass "edition/names"
+	else
+		fail "edition/names (test/edition/names.py: names the edition's schema could capture)"
+		cat "$WORK/edition_names.log"
 	fi
 	build=$(cd .. && pwd)/shared/pg_tle/build.sh
 	if [ ! -f "$build" ]; then
