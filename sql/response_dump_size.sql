@@ -51,5 +51,11 @@ WHERE scope = 'attack' AND key = 'direct';
 \echo :LAST_ERROR_SQLSTATE
 SELECT response IS NULL AND recovery_point IS NULL AS unchanged
 FROM idempotency_keys WHERE scope = 'attack' AND key = 'direct';
+-- exactly 1 MB is taken, both ways
+SELECT idem_checkpoint('direct', repeat('x', 1024 * 1024), 'attack',
+                       (SELECT token FROM idempotency_keys WHERE scope = 'attack' AND key = 'direct'));
+UPDATE idempotency_keys SET recovery_point = repeat('y', 1024 * 1024)
+WHERE scope = 'attack' AND key = 'direct';
+SELECT octet_length(recovery_point) FROM idempotency_keys WHERE scope = 'attack' AND key = 'direct';
 DELETE FROM idempotency_keys WHERE scope = 'attack';
 \set VERBOSITY default

@@ -136,7 +136,8 @@ IdemErrdetailKey(text *key, text *scope)
 #define IDEM_MAX_RESPONSE_TEXT	(256 * 1024 * 1024)
 
 /*
- * The longest recovery point: a marker of how far a request got.  With a
+ * The longest recovery point, in bytes (its text's, without the varlena
+ * header): a marker of how far a request got.  With a
  * response's text at most IDEM_MAX_RESPONSE_TEXT (which COPY's escapes
  * can double) and a 32-byte request hash, a row's COPY line stays far
  * below 1 GB.
@@ -233,7 +234,7 @@ IdemCheckResponse(Datum response, text *key, text *scope)
 void
 IdemCheckRecoveryPoint(text *recovery_point, text *key, text *scope)
 {
-	if (toast_raw_datum_size(PointerGetDatum(recovery_point)) > IDEM_MAX_RECOVERY_POINT)
+	if (toast_raw_datum_size(PointerGetDatum(recovery_point)) - VARHDRSZ > IDEM_MAX_RECOVERY_POINT)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("recovery point is too large to store"),
@@ -258,7 +259,7 @@ idem_row_storable(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(0) && ResponseTooLong(PG_GETARG_DATUM(0), 0))
 		PG_RETURN_BOOL(false);
 	if (!PG_ARGISNULL(1) &&
-		toast_raw_datum_size(PG_GETARG_DATUM(1)) > IDEM_MAX_RECOVERY_POINT)
+		toast_raw_datum_size(PG_GETARG_DATUM(1)) - VARHDRSZ > IDEM_MAX_RECOVERY_POINT)
 		PG_RETURN_BOOL(false);
 	/* (a build of 0.4.0 before its release declared it with two arguments) */
 	if (PG_NARGS() > 2 && !PG_ARGISNULL(2) &&

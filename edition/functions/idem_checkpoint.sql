@@ -24,8 +24,8 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = '25006',
             MESSAGE = 'cannot execute idem_checkpoint() in a read-only transaction';
     END IF;
-    /* the C build's IdemCheckRecoveryPoint: its size with the 4-byte varlena header, over 1 MB */
-    IF pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.+) 4 OPERATOR(pg_catalog.>) 1048576 THEN
+    /* the C build's IdemCheckRecoveryPoint: its bytes, over 1 MB */
+    IF pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.>) 1048576 THEN
         RAISE EXCEPTION USING ERRCODE = '54000',
             MESSAGE = 'recovery point is too large to store',
             DETAIL = pg_catalog.format('The recovery point for key "%s" in scope "%s" is longer than %s MB.', v_key, v_scope, 1),
