@@ -452,6 +452,7 @@ DECLARE
     k record;
     row_found pg_catalog.bool;
     subxacts pg_catalog.int4;
+    subxacts_set pg_catalog.text;
     short_done pg_catalog.bool;
     new_token pg_catalog.int8;
     stamp pg_catalog.timestamptz;
@@ -555,9 +556,11 @@ BEGIN
      * refused before its statement starts.
      */
     /* (no NULLIF, IS DISTINCT FROM or IN here: they find = on the caller's search_path) */
-    subxacts := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency_edition.execute_subxacts', true), '') OPERATOR(pg_catalog.=) ''
-                     THEN 0
-                     ELSE pg_catalog.current_setting('idempotency_edition.execute_subxacts', true)::pg_catalog.int4 END;
+    /* (a value that is not a count, which the caller can set: 32, the general way) */
+    subxacts_set := COALESCE(pg_catalog.current_setting('idempotency_edition.execute_subxacts', true), '');
+    subxacts := CASE WHEN subxacts_set OPERATOR(pg_catalog.=) '' THEN 0
+                     WHEN subxacts_set OPERATOR(pg_catalog.~) '^[0-9]{1,9}$' THEN subxacts_set::pg_catalog.int4
+                     ELSE 32 END;
     IF subxacts OPERATOR(pg_catalog.<) 32
        AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
        AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN

@@ -35,5 +35,28 @@ SELECT idem_resolve('diff-2', '', 'fail');
 SELECT idem_complete('diff-2', 200, '{}');
 \set VERBOSITY default
 ROLLBACK;
+-- after idem_expire held a stale key (stale_policy hold) in the same transaction, a call without
+-- a token is taken (the row's xmin is this transaction's; the C build: IK005)
+SET idempotency.stale_policy = 'hold';
+SELECT outcome FROM idem_claim('diff-3', '{}', lease => '10 ms');
+SELECT pg_sleep(0.05);
+BEGIN;
+SELECT idem_expire();
+SELECT idem_complete('diff-3', 200, '{"by": "not the holder"}');
+COMMIT;
+SELECT status, response FROM idem_lookup('diff-3');
+RESET idempotency.stale_policy;
+-- idempotency_edition.execute_subxacts, which the caller can set, counts idem_execute's short
+-- way: a value that is no count is taken as all used (the general way), never an error
+SET ROLE diff_app;
+SET idempotency_edition.execute_subxacts = 'x';
+SELECT outcome FROM idem_execute('diff-4', '{}', '', 200, 'SELECT 1 AS one');
+SELECT current_setting('idempotency_edition.execute_subxacts') AS after_general_way;
+SET idempotency_edition.execute_subxacts = '-1';
+SELECT outcome FROM idem_execute('diff-4', '{}', '', 200, 'SELECT 1 AS one');
+SET idempotency_edition.execute_subxacts = '99999999999';
+SELECT outcome FROM idem_execute('diff-5', '{}', '', 200, 'SELECT 1 AS one');
+RESET idempotency_edition.execute_subxacts;
+RESET ROLE;
 DROP ROLE diff_app;
 DELETE FROM idempotency_keys WHERE key LIKE 'diff-%';
