@@ -78,7 +78,7 @@ AS $idem_stats_reset$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = '55000',
         MESSAGE = 'idempotency statistics are not kept',
-        HINT = 'Add idempotency to shared_preload_libraries and restart the server.';
+        HINT = 'The SQL edition keeps no counters (it has no shared memory); the C build, preloaded, does.';
 END
 $idem_stats_reset$;
 COMMENT ON FUNCTION idem_stats_reset() IS

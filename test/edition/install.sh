@@ -552,6 +552,16 @@ SQL
 			'new row violates row-level security policy for table "idempotency_keys"'
 		check "payments/tenant-sees-own-rows" "merchant-42" merchant-42 payments \
 			"SELECT string_agg(DISTINCT scope, ',') FROM idempotency_keys"
+		# docs/tenants.md, "Owner, FORCE": the view runs as the owner, whom
+		# FORCE subjects to the policies: it needs one of its own
+		stats_all="SELECT (SELECT processing_keys FROM idempotency_stats) = count(*) FROM idempotency_keys WHERE status = 'processing'"
+		check "payments/stats-without-owner-policy" "f" payments_ops payments "$stats_all"
+		if out=$(q app_owner payments -c 'CREATE POLICY owner_all ON idempotency_keys TO CURRENT_USER USING (true) WITH CHECK (true)' \
+			-c 'SELECT idem_save_row_security()' 2>&1) && [ "$out" = 3 ]; then
+			check "payments/stats-count-every-scope" "t" payments_ops payments "$stats_all"
+		else
+			notok "payments/stats-count-every-scope (the owner's policy owner_all, as the owner)" "$out"
+		fi
 	else
 		notok "payments/tenant-recipe (the owner's policies and idem_save_row_security)" "$out"
 	fi
