@@ -72,7 +72,8 @@ sub tenant_recipe
 # 'processing' (lease of an hour), 'stale' (lease run out, with a recovery
 # point) and 'completed' (201, with its payment); scope m2 'declined' (a
 # failure not retryable, 402) and 'retry' (a retryable one); scope m3 'exec'
-# (idem_execute, with its payment).
+# (idem_execute, with its payment; its arguments text, as the SQL edition
+# takes them).
 sub keys_in_every_state
 {
     return q{
@@ -90,7 +91,7 @@ sub keys_in_every_state
 	SELECT idem_fail('retry', 'm2');
 	COMMIT;
 	SELECT idem_execute('exec', '{"amount": 5}', 'm3', 201,
-	    'INSERT INTO payments (key, amount) VALUES ($1, $2) RETURNING id', 'exec', 5);
+	    'INSERT INTO payments (key, amount) VALUES ($1, $2::int) RETURNING id', 'exec', '5');
     };
 }
 
