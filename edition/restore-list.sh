@@ -17,6 +17,8 @@
 #          SECURITY entries are kept instead); everything of the
 #          application's
 #   left   the key-lock secret of the SQL edition (the target has its own);
+#          the SQL edition's idempotency_settings (the C build has no such
+#          table: set them again on the target, docs/managed.md);
 #          the schema the extension's table is in (CREATE SCHEMA: the
 #          target has it, the edition being installed there first, as
 #          Supabase's schema extensions is there already); the extension
@@ -37,7 +39,7 @@ set -euo pipefail
 awk '
 function ours(name) {
 	# the name, then the owner (and the arguments of a function between them)
-	return name ~ /^(idempotency_keys|idempotency_row_security|idempotency_token_seq|idempotency_status|idempotency_stats|idempotency_key_lock_secret|idempotency_key_lock_proof)( |$)/ ||
+	return name ~ /^(idempotency_keys|idempotency_row_security|idempotency_token_seq|idempotency_status|idempotency_stats|idempotency_key_lock_secret|idempotency_key_lock_proof|idempotency_settings)( |$)/ ||
 	       name ~ /^_?idem_[a-z0-9_]*\(/ || name ~ /^"?([A-Za-z0-9_-]+@)?idempotency(\.control|--[0-9.-]+\.sql)"?\(/
 }
 { line[NR] = $0 }
@@ -70,7 +72,7 @@ END {
 				drop = 1
 			else if (rest ~ /^TABLE DATA /) {
 				split(rest, g, " ")
-				if (g[4] == "idempotency_key_lock_secret" || g[4] == "idempotency_key_lock_proof") drop = 1
+				if (g[4] == "idempotency_key_lock_secret" || g[4] == "idempotency_key_lock_proof" || g[4] == "idempotency_settings") drop = 1
 				else if (g[4] == "idempotency_row_security" && policies) drop = 1
 			} else if (rest ~ /^SEQUENCE SET /) {
 				drop = 0
@@ -90,7 +92,7 @@ END {
 				if (sub(/^(TABLE|VIEW|SEQUENCE|TYPE|FUNCTION|INDEX) [^ ]+ /, "", obj)) {
 					if (ours(obj) || rest ~ /^INDEX [^ ]+ idempotency_(keys|key_lock_proof)_/) drop = 1
 				} else if (sub(/^(CONSTRAINT|FK CONSTRAINT|TRIGGER|SEQUENCE OWNED BY) [^ ]+ /, "", obj)) {
-					if (obj ~ /^(idempotency_keys|idempotency_row_security|idempotency_key_lock_secret|idempotency_key_lock_proof|idempotency_token_seq) /) drop = 1
+					if (obj ~ /^(idempotency_keys|idempotency_row_security|idempotency_key_lock_secret|idempotency_key_lock_proof|idempotency_settings|idempotency_token_seq) /) drop = 1
 				}
 			}
 		}

@@ -28,6 +28,28 @@ COMMENT ON VIEW idempotency_stats IS
     'What the extension did in this database (counters since stats_reset) and the state of idempotency_keys now';
 
 /*
+ * The SQL edition only: the database's values of the two settings a caller
+ * may not change for itself (idem__setting), for a server where its owner
+ * may not store them with ALTER DATABASE ... SET: PostgreSQL 15 and later
+ * let only a superuser, or a role granted SET on it, store a setting it
+ * does not know, and a managed service's admin user is neither.  The
+ * table's owner writes it; a value stored for the database or a role
+ * (pg_db_role_setting) comes first.  A value is checked where it is read,
+ * as a stored setting's is: a wrong one makes the calls that read it fail
+ * (22023), never the default.
+ */
+CREATE TABLE idempotency_settings (
+    name  text PRIMARY KEY
+          CHECK (name OPERATOR(pg_catalog.=) 'idempotency.stale_policy'
+                 OR name OPERATOR(pg_catalog.=) 'idempotency.max_key_length'),
+    value text NOT NULL
+);
+COMMENT ON TABLE idempotency_settings IS
+    'SQL edition: the database''s idempotency.stale_policy and idempotency.max_key_length, where ALTER DATABASE cannot store them; written by its owner';
+REVOKE ALL ON TABLE idempotency_settings FROM PUBLIC;
+GRANT SELECT ON TABLE idempotency_settings TO idempotency_app;
+
+/*
  * The SQL edition only: the database's secret for key lock ids (common.sql,
  * idem__key_lock_secret), 32 random bytes drawn at install.  No role but
  * the owner may read it: a key lock id is a keyed hash of (scope, key)

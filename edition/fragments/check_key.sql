@@ -9,7 +9,8 @@ IF %KEY% IS NULL OR %SCOPE% IS NULL THEN
 END IF;
 /*
  * idem__max_key_length(): 255 without a call when the setting is empty in
- * the session and stored for no database or role, for idem__setting
+ * the session and stored for no database or role nor in
+ * idempotency_settings, for idem__setting
  * returns NULL then, whoever the session user (its own first probe);
  * otherwise idem__setting, and idem__int_setting for a value that is set
  */
@@ -17,6 +18,8 @@ maxlen := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_key_len
                     AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
                                      WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
                                                              'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+                    AND NOT EXISTS (SELECT FROM %SCHEMA%idempotency_settings t
+                                     WHERE t.name OPERATOR(pg_catalog.=) 'idempotency.max_key_length')
                     OR COALESCE(%SCHEMA%idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
                ELSE %SCHEMA%idem__int_setting('idempotency.max_key_length', 255, 1, 1024, 'B') END;
 IF pg_catalog.octet_length(%KEY%) OPERATOR(pg_catalog.=) 0

@@ -147,11 +147,14 @@ BEGIN
     IF pg_catalog.current_setting('server_version_num')::integer OPERATOR(pg_catalog.>=) 150000 THEN
         /* (a statement of its own: before 15 the function does not exist) */
         IF pg_catalog.has_parameter_privilege(pg_catalog.session_user(), name, 'SET') THEN
-            RETURN pg_catalog.current_setting(name, true);
+            v := pg_catalog.current_setting(name, true);
         END IF;
     ELSIF (SELECT r.rolsuper FROM pg_catalog.pg_roles r
             WHERE r.rolname OPERATOR(pg_catalog.=) pg_catalog.session_user()) THEN
-        RETURN pg_catalog.current_setting(name, true);
+        v := pg_catalog.current_setting(name, true);
+    END IF;
+    IF COALESCE(v, '') OPERATOR(pg_catalog.<>) '' THEN
+        RETURN v;
     END IF;
     /*
      * No value stored for any database or role (the default): one scan of
@@ -162,7 +165,7 @@ BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
                     WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
                                             name OPERATOR(pg_catalog.||) '=') OPERATOR(pg_catalog.>) 0) THEN
-        RETURN NULL;
+        RETURN (SELECT t.value FROM idempotency_settings t WHERE t.name OPERATOR(pg_catalog.=) idem__setting.name);
     END IF;
     SELECT pg_catalog.substr(c, pg_catalog.length(name) OPERATOR(pg_catalog.+) 2) INTO v
       FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c
@@ -178,6 +181,10 @@ BEGIN
      /* role in database, role, database, all roles: PostgreSQL's order */
      ORDER BY s.setrole OPERATOR(pg_catalog.=) 0, s.setdatabase OPERATOR(pg_catalog.=) 0
      LIMIT 1;
+    IF v IS NULL THEN
+        /* then the edition's own table: a database's value its owner could store */
+        SELECT t.value INTO v FROM idempotency_settings t WHERE t.name OPERATOR(pg_catalog.=) idem__setting.name;
+    END IF;
     RETURN v;
 END
 $idem__setting$;

@@ -114,6 +114,8 @@ BEGIN
                                AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
                                                 WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
                                                                         'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+                               AND NOT EXISTS (SELECT FROM idempotency_settings t
+                                                WHERE t.name OPERATOR(pg_catalog.=) 'idempotency.max_key_length')
                                AND NOT EXISTS (SELECT FROM idempotency_row_security),
                                request
                         OFFSET 0) AS o(ok, req)

@@ -223,6 +223,8 @@ BEGIN
         AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
                          WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
                                                  'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+        AND NOT EXISTS (SELECT FROM idempotency_settings t
+                         WHERE t.name OPERATOR(pg_catalog.=) 'idempotency.max_key_length')
         AND NOT EXISTS (SELECT FROM idempotency_row_security)) IS NOT TRUE THEN
         --@ check_key KEY=v_key SCOPE=v_scope SCHEMA=
         IF pg_catalog.current_setting('transaction_read_only')::boolean THEN

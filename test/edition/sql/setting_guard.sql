@@ -94,5 +94,52 @@ ALTER DATABASE :"db" RESET "IDEMPOTENCY.MAX_KEY_LENGTH";
 SET SESSION AUTHORIZATION idem_guard_tenant;
 SELECT outcome FROM idem_claim('guard-open-1', scope => 'guard');
 RESET SESSION AUTHORIZATION;
+-- idempotency_settings: the database's values where ALTER DATABASE cannot
+-- store them (a managed service: docs/managed.md, Settings), written by
+-- the table's owner, read at each call, after any stored for the database
+-- or a role; a tenant can neither write it nor override it
+INSERT INTO idempotency_settings VALUES ('idempotency.stale_policy', 'hold'), ('idempotency.max_key_length', '8');
+\c - idem_guard_tenant
+\set SHOW_CONTEXT never
+\set VERBOSITY sqlstate
+INSERT INTO idempotency_settings VALUES ('idempotency.stale_policy', 'reclaim');
+UPDATE idempotency_settings SET value = 'reclaim';
+DELETE FROM idempotency_settings;
+\set VERBOSITY default
+SELECT name, value FROM idempotency_settings ORDER BY name;
+SELECT outcome, status FROM idem_claim('guard-t', scope => 'guard', lease => '1 ms');
+SELECT pg_sleep(0.05);
+SET idempotency.stale_policy = 'reclaim';
+SELECT outcome, status FROM idem_claim('guard-t', scope => 'guard');
+SET idempotency.max_key_length = 1000;
+SELECT outcome FROM idem_claim('123456789', scope => 'guard');
+SELECT outcome FROM idem_claim('12345678', scope => 'guard');
+BEGIN;
+SELECT outcome FROM idem_claim('abcdefgh', scope => 'guard');
+SELECT idem_complete('abcdefgh', 200, '{}', 'guard');
+COMMIT;
+SELECT outcome FROM idem_execute('abcdefghi', NULL, 'guard', 200, 'SELECT 1 AS one');
+RESET idempotency.stale_policy;
+RESET idempotency.max_key_length;
+-- a value stored for the database comes first
+\c - postgres
+ALTER DATABASE :"db" SET idempotency.max_key_length = 9;
+\c - idem_guard_tenant
+\set SHOW_CONTEXT never
+SELECT outcome FROM idem_claim('123456789', scope => 'guard');
+-- a wrong value is an error where it is read, never the default
+\c - postgres
+ALTER DATABASE :"db" RESET idempotency.max_key_length;
+UPDATE idempotency_settings SET value = 'hodl' WHERE name = 'idempotency.stale_policy';
+\c - idem_guard_tenant
+\set SHOW_CONTEXT never
+SELECT outcome FROM idem_claim('guard-t', scope => 'guard');
+-- and no other setting goes in it
+\c - postgres
+\set SHOW_CONTEXT never
+\set VERBOSITY sqlstate
+INSERT INTO idempotency_settings VALUES ('idempotency.lease', '1 h');
+\set VERBOSITY default
+DELETE FROM idempotency_settings;
 DELETE FROM idempotency_keys WHERE scope = 'guard';
 DROP ROLE idem_guard_tenant;
