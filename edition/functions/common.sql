@@ -37,8 +37,11 @@
  *         the parameter, PostgreSQL 15 on) store a placeholder's value:
  *         ALTER ROLE <session user> IN DATABASE <this> SET, then ALTER
  *         ROLE <session user> SET, then ALTER DATABASE <this> SET, then
- *         ALTER ROLE ALL SET, PostgreSQL's own precedence; none: the C
- *         build's default.  Read at each call, so a change applies to
+ *         ALTER ROLE ALL SET, PostgreSQL's own precedence; then (either
+ *         way, when that gave nothing) the edition's table
+ *         idempotency_settings, which its owner writes where no role it
+ *         has may store a placeholder's value (a managed service); none:
+ *         the C build's default.  Read at each call, so a change applies to
  *         sessions already open (PostgreSQL applies these at connection).
  *         The server's configuration file and ALTER SYSTEM are not read
  *         for these two (pg_file_settings is for superusers only).
