@@ -4,6 +4,51 @@
 \echo Use "ALTER EXTENSION idempotency UPDATE TO '0.4.0'" to load this file. \quit
 
 /*
+ * The schema the functions go into must not be one every role may CREATE
+ * in (public of a database made before PostgreSQL 15 is): a role that may
+ * would put an overload there that a caller's call, or a call between the
+ * extension's own functions, resolves to before the extension's (a better
+ * match for its arguments' types), and so run its code as that caller, a
+ * superuser included.  Refused when PUBLIC may; a warning names any other
+ * role that may (the DBA's to trust).  PostgreSQL's own advice since
+ * CVE-2018-1058: REVOKE CREATE ON SCHEMA public FROM PUBLIC.
+ */
+DO $schema_check$
+DECLARE
+    target oid := (SELECT n.oid FROM pg_catalog.pg_namespace n
+                    WHERE n.nspname OPERATOR(pg_catalog.=) pg_catalog.current_schema());
+    writers text;
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
+                WHERE n.oid OPERATOR(pg_catalog.=) target
+                  AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+                  AND a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('every role may create objects in schema %I, where idempotency would be installed',
+                                        pg_catalog.current_schema()),
+            DETAIL = 'A function or operator another role creates there could run in place of idempotency''s, as its caller.',
+            HINT = pg_catalog.format('REVOKE CREATE ON SCHEMA %I FROM PUBLIC; (PostgreSQL''s default since 15), or install into a schema only its owner may create in.',
+                                     pg_catalog.current_schema());
+    END IF;
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(r.rolname), ', ' ORDER BY r.rolname) INTO writers
+      FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a, pg_catalog.pg_roles r
+     WHERE n.oid OPERATOR(pg_catalog.=) target
+       AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+       AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner
+       AND r.oid OPERATOR(pg_catalog.=) a.grantee
+       AND NOT r.rolsuper;
+    IF writers IS NOT NULL THEN
+        RAISE WARNING USING
+            MESSAGE = pg_catalog.format('roles %s may create objects in schema %I, where idempotency is installed',
+                                        writers, pg_catalog.current_schema()),
+            DETAIL = 'A function or operator they create there could run in place of idempotency''s, as its caller.',
+            HINT = 'Trust them as the schema''s owner, or revoke CREATE from them.';
+    END IF;
+END
+$schema_check$;
+
+/*
  * idempotency_keys is a member of the extension, so pg_dump writes neither
  * its ENABLE / FORCE ROW LEVEL SECURITY nor its policies: after a dump and
  * restore, every tenant read every other tenant's keys.  The policies are

@@ -428,7 +428,7 @@ BEGIN
             /* exhaust: final, failed, not retryable, under a new token; no lease */
             exhausted := pg_catalog.jsonb_build_object('error', 'attempts_exhausted',
                              'attempts', r.attempts, 'max_attempts', v_max, 'last_response', r.response);
-            IF r.response IS NOT NULL AND NOT idem_row_storable(exhausted, NULL, NULL) THEN
+            IF r.response IS NOT NULL AND NOT idem_row_storable(exhausted, NULL::pg_catalog.text, NULL::pg_catalog.bytea) THEN
                 exhausted := pg_catalog.jsonb_build_object('error', 'attempts_exhausted',
                                  'attempts', r.attempts, 'max_attempts', v_max, 'last_response', NULL,
                                  'last_response_omitted', 'too large to store inside this response');

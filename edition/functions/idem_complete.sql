@@ -138,7 +138,7 @@ BEGIN
     IF FOUND AND _idem_record_mine(r.xmin) THEN
         RETURN r.token;
     END IF;
-    PERFORM _idem_record_no_match(fname, key, scope, NULL);
+    PERFORM _idem_record_no_match(fname, key, scope, NULL::pg_catalog.int8);
     RETURN NULL;                /* not reached */
 END
 $_idem_record_token$;
@@ -163,7 +163,7 @@ BEGIN
     IF pg_catalog.pg_column_compression(whole) IS NOT NULL THEN
         whole := pg_catalog.jsonb_path_query_first(whole, '$');
     END IF;
-    IF whole IS NOT NULL AND NOT idem_row_storable(whole, NULL, NULL) THEN
+    IF whole IS NOT NULL AND NOT idem_row_storable(whole, NULL::pg_catalog.text, NULL::pg_catalog.bytea) THEN
         RAISE EXCEPTION USING ERRCODE = '54000',
             MESSAGE = 'response is too large to store',
             DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',

@@ -599,7 +599,7 @@ BEGIN
                 ELSE
                     PERFORM _IDEM_SCHEMA_.idem__execute_run(query, args, n, false);
                 END IF;
-                IF resp IS NOT NULL AND NOT _IDEM_SCHEMA_.idem_row_storable(resp, NULL, NULL) THEN
+                IF resp IS NOT NULL AND NOT _IDEM_SCHEMA_.idem_row_storable(resp, NULL::pg_catalog.text, NULL::pg_catalog.bytea) THEN
                     RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
                         DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
                                                    key, scope, 256),
@@ -686,7 +686,7 @@ BEGIN
 
     /* the claim; always waits for an uncommitted duplicate */
     SELECT * INTO claimed
-      FROM _IDEM_SCHEMA_.idem_claim(key, request, scope, NULL, NULL, true, NULL, NULL);
+      FROM _IDEM_SCHEMA_.idem_claim(key, request, scope, NULL::pg_catalog.interval, NULL::pg_catalog.interval, true, NULL::pg_catalog.interval, NULL::pg_catalog.int4);
     outcome := claimed.outcome;
     token := claimed.token;
     status := claimed.status;

@@ -109,7 +109,7 @@ BEGIN
                 DETAIL = pg_catalog.format('Key %s of the batch is null.', i);
         END IF;
         PERFORM idem__check_key(v_keys[i], v_scope);
-        IF v_responses[i] IS NOT NULL AND NOT idem_row_storable(v_responses[i], NULL, NULL) THEN
+        IF v_responses[i] IS NOT NULL AND NOT idem_row_storable(v_responses[i], NULL::pg_catalog.text, NULL::pg_catalog.bytea) THEN
             RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
                 DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
                                            v_keys[i], v_scope, 256),

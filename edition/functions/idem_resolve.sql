@@ -55,7 +55,7 @@ BEGIN
            AND (k.status OPERATOR(pg_catalog.<>) 'failed'
                 OR (NOT k.retryable AND k.response OPERATOR(pg_catalog.->>) 'error' OPERATOR(pg_catalog.=) 'attempts_exhausted'));
         IF NOT FOUND THEN
-            PERFORM _idem_record_no_match('idem_resolve', v_key, v_scope, NULL);
+            PERFORM _idem_record_no_match('idem_resolve'::pg_catalog.text, v_key, v_scope, NULL::pg_catalog.int8);
         END IF;
         RETURN;
     END IF;
@@ -73,7 +73,7 @@ BEGIN
        AND (k.status OPERATOR(pg_catalog.<>) 'failed'
             OR (NOT k.retryable AND k.response OPERATOR(pg_catalog.->>) 'error' OPERATOR(pg_catalog.=) 'attempts_exhausted'));
     IF NOT FOUND THEN
-        PERFORM _idem_record_no_match('idem_resolve', v_key, v_scope, NULL);
+        PERFORM _idem_record_no_match('idem_resolve'::pg_catalog.text, v_key, v_scope, NULL::pg_catalog.int8);
     END IF;
     /* the UPDATE waited (another writer of the row): count from now */
     IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) stamp OPERATOR(pg_catalog.>) '10 ms'::interval THEN

@@ -153,6 +153,20 @@ fi
 # installs the plain script as role $1 into database $2 (its public schema)
 plain_install() { q "$1" "$2" -f "$PLAIN"; }
 
+# a schema every role may create in (public before PostgreSQL 15): refused,
+# nothing left
+q postgres shop_plain -c "GRANT CREATE ON SCHEMA public TO PUBLIC" >/dev/null
+out=$(printf '\\set VERBOSITY verbose\n\\i %s\n' "$PLAIN" | q owner_plain shop_plain -f - 2>&1)
+left=$(q owner_plain shop_plain -c "SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace")
+q postgres shop_plain -c "REVOKE CREATE ON SCHEMA public FROM PUBLIC" >/dev/null
+if [[ $out == *"ERROR:  42501: every role may create objects in schema public, where idempotency would be installed"* ]] &&
+	[[ $out == *"HINT:  REVOKE CREATE ON SCHEMA public FROM PUBLIC;"* ]] && [ "$left" = 0 ]; then
+	ok "plain/public-create-refused (42501 and the hint; nothing left)"
+else
+	notok "plain/public-create-refused" "objects left: $left
+$out"
+fi
+
 # owner without CREATEROLE, roles missing: refused, with the hint, nothing left
 out=$(printf '\\set VERBOSITY verbose\n\\i %s\n' "$PLAIN" | q owner_plain shop_plain -f -)
 left=$(q owner_plain shop_plain -c "SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace")

@@ -46,7 +46,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(74);
+SELECT plan(76);
 
 /* The SQLSTATE a statement raises, or NULL */
 CREATE FUNCTION pg_temp.sqlstate_of(stmt text) RETURNS text LANGUAGE plpgsql AS $$
@@ -136,6 +136,17 @@ SELECT is((SELECT count(*) FROM public.sec_install_calls), 0::bigint,
           'the install script called none of them');
 SELECT is((SELECT count(*) FROM pg_extension e, LATERAL unnest(e.extconfig) c WHERE e.extname = 'idempotency'),
           3::bigint, 'the install registered its tables and sequence with pg_catalog''s pg_extension_config_dump');
+ROLLBACK TO SAVEPOINT reinstall;
+
+/* a schema every role may create in (public before PostgreSQL 15) is refused: anyone could put an overload there */
+SAVEPOINT reinstall;
+DROP EXTENSION idempotency;
+GRANT CREATE ON SCHEMA public TO PUBLIC;
+SELECT throws_ok('CREATE EXTENSION idempotency', '42501',
+                 'every role may create objects in schema public, where idempotency would be installed',
+                 'CREATE EXTENSION refuses a schema PUBLIC may create in');
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+SELECT lives_ok('CREATE EXTENSION idempotency', 'and installs once PUBLIC may not');
 ROLLBACK TO SAVEPOINT reinstall;
 
 SAVEPOINT reinstall;

@@ -1,6 +1,6 @@
 -- The SQL edition only: a role that may CREATE in the edition's own schema
--- (public here, as for a database made before PostgreSQL 15, where every
--- role keeps CREATE on public) puts operators and functions there whose
+-- (granted after the install, which refuses a schema PUBLIC may create in
+-- and warns of any other role that may) puts operators and functions there whose
 -- argument types match the edition's expressions more exactly than
 -- pg_catalog's do (numeric = integer, text || integer: pg_catalog has
 -- them only through a cast).  The edition's functions run with that schema
