@@ -76,6 +76,7 @@ expand() {
 		while ((rc = (getline line < file)) > 0) {
 			if (head && line ~ /^--/) continue
 			head = 0
+			if (line ~ /^[ \t]*--@ /) fail($2 ": a fragment in a fragment (they do not nest)")
 			for (i = 3; i <= NF; i++) {
 				eq = index($i, "=")
 				if (eq < 2) fail("not ARG=VALUE: " $i)

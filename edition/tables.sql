@@ -42,7 +42,7 @@ CREATE TABLE idempotency_settings (
     name  text PRIMARY KEY
           CHECK (name OPERATOR(pg_catalog.=) 'idempotency.stale_policy'
                  OR name OPERATOR(pg_catalog.=) 'idempotency.max_key_length'),
-    value text NOT NULL
+    value text NOT NULL CHECK (value OPERATOR(pg_catalog.<>) '')   -- ('' reads as not set)
 );
 COMMENT ON TABLE idempotency_settings IS
     'SQL edition: the database''s idempotency.stale_policy and idempotency.max_key_length, where ALTER DATABASE cannot store them; written by its owner';

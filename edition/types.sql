@@ -14,7 +14,8 @@
  * extension's own functions, resolves to before the extension's (a better
  * match for its arguments' types), and so run its code as that caller, a
  * superuser included.  Refused when PUBLIC may; a warning names any other
- * role that may (the DBA's to trust).  PostgreSQL's own advice since
+ * role but the installer, superusers and the database's owner that may,
+ * the schema's owner included (the DBA's to trust).  PostgreSQL's own advice since
  * CVE-2018-1058: REVOKE CREATE ON SCHEMA public FROM PUBLIC.
  */
 DO $schema_check$
@@ -41,13 +42,26 @@ BEGIN
        AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
        AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner
        AND r.oid OPERATOR(pg_catalog.=) a.grantee
+       AND r.rolname OPERATOR(pg_catalog.<>) CURRENT_USER
        AND NOT r.rolsuper;
-    IF writers IS NOT NULL THEN
+    /*
+     * The schema's owner may create there too, and drop what is there; not
+     * pg_database_owner (public's, from PostgreSQL 15 on: the database's
+     * owner, whom owning the database makes trusted already)
+     */
+    SELECT pg_catalog.concat_ws(', ', writers, pg_catalog.quote_ident(r.rolname) OPERATOR(pg_catalog.||) ' (its owner)') INTO writers
+      FROM pg_catalog.pg_namespace n, pg_catalog.pg_roles r
+     WHERE n.oid OPERATOR(pg_catalog.=) target
+       AND r.oid OPERATOR(pg_catalog.=) n.nspowner
+       AND r.rolname OPERATOR(pg_catalog.<>) 'pg_database_owner'
+       AND r.rolname OPERATOR(pg_catalog.<>) CURRENT_USER
+       AND NOT r.rolsuper;
+    IF COALESCE(writers, '') OPERATOR(pg_catalog.<>) '' THEN
         RAISE WARNING USING
             MESSAGE = pg_catalog.format('roles %s may create objects in schema %I, where idempotency is installed',
                                         writers, pg_catalog.current_schema()),
             DETAIL = 'A function or operator they create there could run in place of idempotency''s, as its caller.',
-            HINT = 'Trust them as the schema''s owner, or revoke CREATE from them.';
+            HINT = 'Install into a schema only the installing role (or a superuser) may create in, or trust them as much as that role.';
     END IF;
 END
 $schema_check$;

@@ -143,6 +143,7 @@ SET search_path FROM CURRENT
 AS $idem__setting$
 DECLARE
     v text;
+    probe text;
 BEGIN
     IF name NOT IN ('idempotency.stale_policy', 'idempotency.max_key_length') THEN
         RETURN pg_catalog.current_setting(name, true);
@@ -160,14 +161,16 @@ BEGIN
         RETURN v;
     END IF;
     /*
-     * No value stored for any database or role (the default): one scan of
-     * the catalog's text, half the cost of the query below.  Every value
-     * the query can find is an element starting with name=, whose text is
-     * in the array's (quoted or not), so this never misses one.
+     * No value stored for this database or the session user (the default):
+     * the text of those rows only (role_setting_stored), half the cost of
+     * the query below.  Every value the query can find is an element
+     * starting with name=, whose text is in the array's (quoted or not), so
+     * this never misses one.
      */
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
-                    WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
-                                            name OPERATOR(pg_catalog.||) '=') OPERATOR(pg_catalog.>) 0) THEN
+    probe := name OPERATOR(pg_catalog.||) '=';
+    IF NOT
+       --@ role_setting_stored NAME=probe
+       THEN
         RETURN (SELECT t.value FROM idempotency_settings t WHERE t.name OPERATOR(pg_catalog.=) idem__setting.name);
     END IF;
     SELECT pg_catalog.substr(c, pg_catalog.length(name) OPERATOR(pg_catalog.+) 2) INTO v

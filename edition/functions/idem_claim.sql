@@ -111,9 +111,8 @@ BEGIN
                                AND pg_catalog.octet_length(v_scope) OPERATOR(pg_catalog.<=) 255
                                AND v_key OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
                                AND v_scope OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
-                               AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
-                                                WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
-                                                                        'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+                               AND NOT
+                                   --@ role_setting_stored NAME='idempotency.max_key_length='
                                AND NOT EXISTS (SELECT FROM idempotency_settings t
                                                 WHERE t.name OPERATOR(pg_catalog.=) 'idempotency.max_key_length')
                                AND NOT EXISTS (SELECT FROM idempotency_row_security),

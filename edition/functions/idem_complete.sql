@@ -220,9 +220,8 @@ BEGIN
         AND NOT pg_catalog.current_setting('transaction_read_only')::boolean
         AND COALESCE(pg_catalog.pg_column_size(idem_complete.response) OPERATOR(pg_catalog.<=) 8192
                      AND pg_catalog.pg_column_compression(idem_complete.response) IS NULL, true)
-        AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s
-                         WHERE pg_catalog.strpos(pg_catalog.lower(s.setconfig::pg_catalog.text),
-                                                 'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0)
+        AND NOT
+            --@ role_setting_stored NAME='idempotency.max_key_length='
         AND NOT EXISTS (SELECT FROM idempotency_settings t
                          WHERE t.name OPERATOR(pg_catalog.=) 'idempotency.max_key_length')
         AND NOT EXISTS (SELECT FROM idempotency_row_security)) IS NOT TRUE THEN

@@ -167,6 +167,18 @@ else
 $out"
 fi
 
+# a schema another role owns: a warning naming it, first (this owner then
+# stops at the roles it may not create, below)
+q postgres shop_plain -c "CREATE SCHEMA theirs AUTHORIZATION outsider" -c "GRANT USAGE, CREATE ON SCHEMA theirs TO owner_plain" >/dev/null
+out=$(printf 'SET search_path = theirs;\n\\i %s\n' "$PLAIN" | q owner_plain shop_plain -f - 2>&1)
+q postgres shop_plain -c "DROP SCHEMA theirs CASCADE" >/dev/null 2>&1
+if [[ $out == *"WARNING:  roles outsider (its owner) may create objects in schema theirs, where idempotency is installed"* ]] &&
+	[[ $out != *"every role may create"* ]]; then
+	ok "plain/schema-of-another-owner-warned (the warning names outsider)"
+else
+	notok "plain/schema-of-another-owner-warned" "$out"
+fi
+
 # owner without CREATEROLE, roles missing: refused, with the hint, nothing left
 out=$(printf '\\set VERBOSITY verbose\n\\i %s\n' "$PLAIN" | q owner_plain shop_plain -f -)
 left=$(q owner_plain shop_plain -c "SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace")

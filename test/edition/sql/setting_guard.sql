@@ -139,6 +139,7 @@ SELECT outcome FROM idem_claim('guard-t', scope => 'guard');
 \set SHOW_CONTEXT never
 \set VERBOSITY sqlstate
 INSERT INTO idempotency_settings VALUES ('idempotency.lease', '1 h');
+INSERT INTO idempotency_settings VALUES ('idempotency.max_key_length', '');
 \set VERBOSITY default
 DELETE FROM idempotency_settings;
 DELETE FROM idempotency_keys WHERE scope = 'guard';
