@@ -15,7 +15,8 @@
 #     them, with the types that make pg_catalog's operator the exact match;
 #   - after PERFORM pg_catalog.set_config('search_path', 'pg_catalog,
 #     pg_temp', true), up to the next set_config, anything (nothing but
-#     pg_catalog is searched).
+#     pg_catalog is searched);
+#   - every body written AS $name$ ... $name$, the form read here.
 # Prints each name that breaks a rule (file:line: function: what), and each
 # entry of names.exact that matched nothing; exits 1 when there is one.
 import os, re, sys
@@ -100,7 +101,14 @@ for path in sys.argv[1:]:
     src = open(path, encoding='utf-8').read()
     lines = src.split('\n')
     fnames = set(m.lower() for m in re.findall(r'CREATE (?:OR REPLACE )?FUNCTION ([A-Za-z_][A-Za-z0-9_]*)\s*\(', src))
-    for m in re.finditer(r'\bAS (\$([A-Za-z_][A-Za-z0-9_]*)\$)(.*?)\1', src, re.S):
+    bodies = list(re.finditer(r'\bAS (\$([A-Za-z_][A-Za-z0-9_]*)\$)(.*?)\1', src, re.S))
+    # a body written otherwise ($$, a quoted string, a RETURN body) is one
+    # this check cannot read: each CREATE FUNCTION must have a named one
+    made = len(re.findall(r'CREATE (?:OR REPLACE )?FUNCTION ', src))
+    if made != len(bodies):
+        bad += 1
+        print(f'{path}: {made} CREATE FUNCTION but {len(bodies)} bodies written AS $name$ ... $name$: write each so')
+    for m in bodies:
         fn = m.group(2)
         t = tokens(m.group(3), src.count('\n', 0, m.start(3)) + 1)
         pinned = False
