@@ -161,32 +161,32 @@ BEGIN
         RETURN v;
     END IF;
     /*
-     * No value stored for this database or the session user (the default):
-     * the text of those rows only (role_setting_stored), half the cost of
-     * the query below.  Every value the query can find is an element
-     * starting with name=, whose text is in the array's (quoted or not), so
-     * this never misses one.
+     * Whether pg_db_role_setting may hold a value for this session: the text
+     * of the rows for all roles or the session user only
+     * (role_setting_stored), half the cost of the query below.  Every value
+     * the query can find is an element starting with name=, whose text is
+     * in the array's (quoted or not), so this never misses one.
      */
+    v := NULL;
     probe := name OPERATOR(pg_catalog.||) '=';
-    IF NOT
+    IF
        --@ role_setting_stored NAME=probe
        THEN
-        RETURN (SELECT t.value FROM idempotency_settings t WHERE t.name OPERATOR(pg_catalog.=) idem__setting.name);
+        SELECT pg_catalog.substr(c, pg_catalog.length(name) OPERATOR(pg_catalog.+) 2) INTO v
+          FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c
+         WHERE (s.setdatabase OPERATOR(pg_catalog.=) 0
+                OR s.setdatabase OPERATOR(pg_catalog.=)
+                   (SELECT d.oid FROM pg_catalog.pg_database d
+                     WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+           AND (s.setrole OPERATOR(pg_catalog.=) 0
+                OR s.setrole OPERATOR(pg_catalog.=)
+                   (SELECT r.oid FROM pg_catalog.pg_roles r
+                     WHERE r.rolname OPERATOR(pg_catalog.=) pg_catalog.session_user()))
+           AND pg_catalog.starts_with(pg_catalog.lower(c), name OPERATOR(pg_catalog.||) '=')
+         /* role in database, role, database, all roles: PostgreSQL's order */
+         ORDER BY s.setrole OPERATOR(pg_catalog.=) 0, s.setdatabase OPERATOR(pg_catalog.=) 0
+         LIMIT 1;
     END IF;
-    SELECT pg_catalog.substr(c, pg_catalog.length(name) OPERATOR(pg_catalog.+) 2) INTO v
-      FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c
-     WHERE (s.setdatabase OPERATOR(pg_catalog.=) 0
-            OR s.setdatabase OPERATOR(pg_catalog.=)
-               (SELECT d.oid FROM pg_catalog.pg_database d
-                 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
-       AND (s.setrole OPERATOR(pg_catalog.=) 0
-            OR s.setrole OPERATOR(pg_catalog.=)
-               (SELECT r.oid FROM pg_catalog.pg_roles r
-                 WHERE r.rolname OPERATOR(pg_catalog.=) pg_catalog.session_user()))
-       AND pg_catalog.starts_with(pg_catalog.lower(c), name OPERATOR(pg_catalog.||) '=')
-     /* role in database, role, database, all roles: PostgreSQL's order */
-     ORDER BY s.setrole OPERATOR(pg_catalog.=) 0, s.setdatabase OPERATOR(pg_catalog.=) 0
-     LIMIT 1;
     IF v IS NULL THEN
         /* then the edition's own table: a database's value its owner could store */
         SELECT t.value INTO v FROM idempotency_settings t WHERE t.name OPERATOR(pg_catalog.=) idem__setting.name;
