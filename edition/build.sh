@@ -46,8 +46,10 @@ comment=$(sed -nE "s/^comment = '(.*)'$/\1/p" "$here/../idempotency.control")
 # replaced by VALUE (a VALUE has no space; ARG= gives ''), each line of it
 # indented as the "--@" line was: SQL written once and used in several
 # functions, where a function call would cost (a condition of a query that
-# must stay a condition, a check inlined to save a call).  A fragment that
-# is missing, or a %NAME% left in an expansion, stops the build.
+# must stay a condition, a check inlined to save a call).  A fragment may
+# hold such a line itself (expanded with the outer values put in it; not a
+# third level).  A fragment that is missing, or a %NAME% left in an
+# expansion, stops the build.
 # request_hash_fast only where the planner cannot compute it: a custom plan,
 # where DOC is a constant, folds what it can while planning, whatever the
 # fragment's own bounds (the size it tests first is STABLE, the rest
@@ -69,26 +71,40 @@ expand() {
 		if (index($0, " PLANNED=fenced") == 0 || doc !~ /^[a-z_]+\.[a-z_]+$/ || !(alias in fenced))
 			fail("request_hash_fast neither in an assignment nor on a column of a subquery fenced by OFFSET 0: a custom plan would compute it while planning")
 	}
-	/^[ \t]*--@ / {
-		indent = $0; sub(/--@ .*/, "", indent)
-		file = dir "/" $2 ".sql"
+	# emit: the fragment a "--@" line (spec, without its indent) names,
+	# each line indented by indent; a "--@" line in a fragment is expanded
+	# the same way (after the outer ARG=VALUEs are put in it), one level deep
+	function emit(spec, indent, depth,   f, nf, file, n, head, rc, line, i, eq, name, value, inner, at) {
+		nf = split(spec, f, /[ \t]+/)
+		file = dir "/" f[2] ".sql"
 		n = 0; head = 1
 		while ((rc = (getline line < file)) > 0) {
 			if (head && line ~ /^--/) continue
 			head = 0
-			if (line ~ /^[ \t]*--@ /) fail($2 ": a fragment in a fragment (they do not nest)")
-			for (i = 3; i <= NF; i++) {
-				eq = index($i, "=")
-				if (eq < 2) fail("not ARG=VALUE: " $i)
-				name = "%" substr($i, 1, eq - 1) "%"; value = substr($i, eq + 1)
+			for (i = 3; i <= nf; i++) {
+				eq = index(f[i], "=")
+				if (eq < 2) fail("not ARG=VALUE: " f[i])
+				name = "%" substr(f[i], 1, eq - 1) "%"; value = substr(f[i], eq + 1)
 				while ((at = index(line, name)) > 0)
 					line = substr(line, 1, at - 1) value substr(line, at + length(name))
 			}
-			if (match(line, /%[A-Z_]+%/)) fail($2 ": " substr(line, RSTART, RLENGTH) " not given")
+			if (line ~ /^[ \t]*--@ /) {
+				if (depth > 0) fail(f[2] ": a fragment two fragments deep")
+				inner = line; sub(/--@ .*/, "", inner)
+				sub(/^[ \t]*/, "", line)
+				emit(line, indent inner, depth + 1); n++
+				continue
+			}
+			if (match(line, /%[A-Z_]+%/)) fail(f[2] ": " substr(line, RSTART, RLENGTH) " not given")
 			print (line == "" ? "" : indent line); n++
 		}
 		close(file)
 		if (rc < 0 || n == 0) fail("no fragment " file)
+	}
+	/^[ \t]*--@ / {
+		indent = $0; sub(/--@ .*/, "", indent)
+		spec = $0; sub(/^[ \t]*/, "", spec)
+		emit(spec, indent, 0)
 		next
 	}
 	/[^ \t]/ && !/^[ \t]*(--|\/\*|\*)/ { last = $0 }

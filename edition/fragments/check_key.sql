@@ -16,11 +16,7 @@ END IF;
  */
 maxlen := CASE WHEN COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
                     AND NOT
-                        /* role_setting_stored's text (fragments do not nest) */
-                        EXISTS (SELECT FROM pg_catalog.pg_db_role_setting rs_s
-                                 WHERE CASE WHEN rs_s.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[0::pg_catalog.oid,
-                                           pg_catalog.quote_ident(pg_catalog.session_user())::pg_catalog.regrole::pg_catalog.oid])
-                                   THEN pg_catalog.strpos(pg_catalog.lower(rs_s.setconfig::pg_catalog.text), 'idempotency.max_key_length=') OPERATOR(pg_catalog.>) 0 END)
+                        --@ role_setting_stored NAME='idempotency.max_key_length='
                     AND NOT EXISTS (SELECT FROM %SCHEMA%idempotency_settings t
                                      WHERE t.name OPERATOR(pg_catalog.=) 'idempotency.max_key_length')
                     OR COALESCE(%SCHEMA%idem__setting('idempotency.max_key_length'), '') OPERATOR(pg_catalog.=) '' THEN 255
