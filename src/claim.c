@@ -187,7 +187,7 @@ PolicyCheckedInsert(IdemClaimArgs *a, const IdemArgs *args, bool *busy)
 	static const int caught[] = {ERRCODE_LOCK_NOT_AVAILABLE, 0};
 	PolicyInsert p = {a, args, false};
 
-	*busy = IdemRunInSubtransaction(PolicyInsertBody, &p, caught) != 0;
+	*busy = IdemRunInSubtransaction(PolicyInsertBody, &p, caught, NULL) != 0;
 	return !*busy && p.written;
 }
 

@@ -20,7 +20,11 @@
  * the INSERT wait for it and fail on the primary key, or the statement
  * fail on a unique index or a deadlock it shares with that claim; then the
  * subtransaction is rolled back, the statement's work with it, and the call
- * goes the general way too.  So only one statement commits.  Against the
+ * goes the general way too.  So only one statement commits.  A statement
+ * that failed when no row of the key is there (none committed: a unique
+ * index the key has nothing to do with, or a deadlock with a claim still
+ * open) fails the call with its own error, run once: the general way
+ * would run it again.  Against the
  * general way this saves the UPDATE of the key row: its executor start-up,
  * its new tuple and its index entries (WAL).  The price is a
  * subtransaction, so a second transaction id; at most EXEC_MAX_SUBXACTS of
@@ -461,6 +465,7 @@ typedef struct NewKey
 	bool		code_null;
 	Datum		response;		/* set by NewKeyBody */
 	int64		token;			/* set by NewKeyBody */
+	bool		ran;			/* set by NewKeyBody: the statement returned */
 } NewKey;
 
 /* ExecuteNewKey's subtransaction: the statement, then the key row */
@@ -473,6 +478,7 @@ NewKeyBody(void *arg)
 	int			level;
 
 	n->response = RunStatement(n->st, a);
+	n->ran = true;
 
 	level = IdemPinSearchPath();
 	/* the times, after the statement */
@@ -489,6 +495,22 @@ NewKeyBody(void *arg)
 }
 
 /*
+ * Is there a row of the key (committed, or this transaction's)?  Must be
+ * called inside SPI.
+ */
+static bool
+KeyRowThere(IdemClaimArgs *a)
+{
+	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
+	int			level = IdemPinSearchPath();
+	bool		there;
+
+	there = IdemExecute(IDEM_STMT_SELECT, a->nspid, &args, false, 1) > 0;
+	IdemUnpinSearchPath(level);
+	return there;
+}
+
+/*
  * A key without a row: run the statement and insert the key row completed,
  * in a subtransaction (see the top of the file).  Returns true with the
  * result in values/nulls, or false, having undone everything, when a
@@ -496,20 +518,28 @@ NewKeyBody(void *arg)
  * a unique index or a deadlock).  Must be called inside SPI.
  *
  * The key's primary key, or a unique index or a deadlock shared with a
- * concurrent request of the same key: the general way finds out which.  If
- * it had nothing to do with the key, the statement runs again there and
- * fails again, as the caller's error.
+ * concurrent request of the same key: the general way finds out which.
+ * When the statement itself failed and no row of the key is there to
+ * explain it, the error has nothing to do with the key: it is raised as
+ * the caller's, the statement never run a second time (its effects outside
+ * the database, a sequence's values, happen once per call).
  */
 static bool
 ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 			  Oid status_typid, Datum *values, bool *nulls)
 {
 	static const int caught[] = {ERRCODE_UNIQUE_VIOLATION, ERRCODE_T_R_DEADLOCK_DETECTED, 0};
-	NewKey		n = {a, st, code, code_null, (Datum) 0, 0};
+	NewKey		n = {a, st, code, code_null, (Datum) 0, 0, false};
+	ErrorData  *edata = NULL;
 
 	exec_subxacts++;
-	if (IdemRunInSubtransaction(NewKeyBody, &n, caught) != 0)
+	if (IdemRunInSubtransaction(NewKeyBody, &n, caught, &edata) != 0)
+	{
+		if (!n.ran && !KeyRowThere(a))
+			ReThrowError(edata);
+		FreeErrorData(edata);
 		return false;
+	}
 
 	values[CLAIM_OUTCOME] = CStringGetTextDatum(IdemOutcomeName(IDEM_OUTCOME_NEW));
 	nulls[CLAIM_OUTCOME] = false;

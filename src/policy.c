@@ -119,7 +119,7 @@ IdemCheckScopeBeforeLock(IdemClaimArgs *a)
 		return;
 	kept = a->stamp;
 	kept_now = a->now;
-	probed = IdemRunInSubtransaction(PolicyProbeBody, a, caught);
+	probed = IdemRunInSubtransaction(PolicyProbeBody, a, caught, NULL);
 
 	/*
 	 * The probe's row rolled back: the call's stamp forgets it (else a

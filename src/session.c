@@ -88,12 +88,14 @@ IdemFinish(int pin)
  * Run body(arg) in a subtransaction of its own.  Returns 0 when it
  * committed; when it raised an error whose SQLSTATE is in caught (ended by
  * 0), returns that SQLSTATE, the subtransaction rolled back and the error
- * dropped; any other error is raised again.  Memory allocated by body in
- * the caller's memory context stays there; the caller's resource owner
- * stays current.
+ * dropped (or, when kept is not NULL, handed back there, in the caller's
+ * memory context, to raise again with ReThrowError or free); any other
+ * error is raised again.  Memory allocated by body in the caller's memory
+ * context stays there; the caller's resource owner stays current.
  */
 int
-IdemRunInSubtransaction(IdemSubxactBody body, void *arg, const int *caught)
+IdemRunInSubtransaction(IdemSubxactBody body, void *arg, const int *caught,
+						ErrorData **kept)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -124,7 +126,10 @@ IdemRunInSubtransaction(IdemSubxactBody body, void *arg, const int *caught)
 		if (*c == 0)
 			ReThrowError(edata);
 		sqlstate = edata->sqlerrcode;
-		FreeErrorData(edata);
+		if (kept != NULL)
+			*kept = edata;
+		else
+			FreeErrorData(edata);
 	}
 	PG_END_TRY();
 	return sqlstate;

@@ -19,6 +19,6 @@ extern void IdemFinish(int pin);
 extern MemoryContext IdemCacheContext(void);
 typedef void (*IdemSubxactBody) (void *arg);
 extern int	IdemRunInSubtransaction(IdemSubxactBody body, void *arg,
-									const int *caught);
+									const int *caught, ErrorData **kept);
 
 #endif							/* IDEMPOTENCY_SESSION_H */

@@ -454,6 +454,7 @@ DECLARE
     subxacts pg_catalog.int4;
     subxacts_set pg_catalog.text;
     short_done pg_catalog.bool;
+    stmt_ran pg_catalog.bool;
     new_token pg_catalog.int8;
     stamp pg_catalog.timestamptz;
     caller_path pg_catalog.text;
@@ -581,6 +582,7 @@ BEGIN
             done := pg_catalog.set_config('idempotency_edition.execute_subxacts',
                                           (subxacts OPERATOR(pg_catalog.+) 1)::pg_catalog.text, true);
             short_done := false;
+            stmt_ran := false;
             BEGIN
                 IF returns_rows THEN
                     cur := _IDEM_SCHEMA_.idem__execute_run(query, args, n, true);
@@ -599,6 +601,7 @@ BEGIN
                 ELSE
                     PERFORM _IDEM_SCHEMA_.idem__execute_run(query, args, n, false);
                 END IF;
+                stmt_ran := true;
                 IF resp IS NOT NULL AND NOT _IDEM_SCHEMA_.idem_row_storable(resp, NULL::pg_catalog.text, NULL::pg_catalog.bytea) THEN
                     RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
                         DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
@@ -637,6 +640,16 @@ BEGIN
                 PERFORM pg_catalog.set_config('search_path', caller_path, true);
                 short_done := true;
             EXCEPTION WHEN unique_violation OR deadlock_detected THEN
+                /*
+                 * the statement's own error, and no row of the key there to
+                 * explain it: the caller's error, the statement run once
+                 * (the general way would run it again)
+                 */
+                IF NOT stmt_ran AND NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
+                                                 WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
+                                                   AND i.key OPERATOR(pg_catalog.=) idem_execute.key) THEN
+                    RAISE;
+                END IF;
                 resp := NULL;	/* undone: the general way finds out why */
             END;
             IF short_done THEN
