@@ -74,12 +74,12 @@ expand() {
 	# emit: the fragment a "--@" line (spec, without its indent) names,
 	# each line indented by indent; a "--@" line in a fragment is expanded
 	# the same way (after the outer ARG=VALUEs are put in it), one level deep
-	function emit(spec, indent, depth,   f, nf, file, n, head, rc, line, i, eq, name, value, inner, at) {
+	function emit(spec, indent, depth,   f, g, nf, file, n, head, rc, line, i, eq, name, value, inner, at) {
 		nf = split(spec, f, /[ \t]+/)
 		file = dir "/" f[2] ".sql"
 		n = 0; head = 1
 		while ((rc = (getline line < file)) > 0) {
-			if (head && line ~ /^--/) continue
+			if (head && line ~ /^--/ && line !~ /^--@ /) continue
 			head = 0
 			for (i = 3; i <= nf; i++) {
 				eq = index(f[i], "=")
@@ -92,6 +92,8 @@ expand() {
 				if (depth > 0) fail(f[2] ": a fragment two fragments deep")
 				inner = line; sub(/--@ .*/, "", inner)
 				sub(/^[ \t]*/, "", line)
+				split(line, g, /[ \t]+/)
+				if (g[2] == f[2]) fail(f[2] ": a fragment naming itself")
 				emit(line, indent inner, depth + 1); n++
 				continue
 			}

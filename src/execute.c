@@ -20,11 +20,11 @@
  * the INSERT wait for it and fail on the primary key, or the statement
  * fail on a unique index or a deadlock it shares with that claim; then the
  * subtransaction is rolled back, the statement's work with it, and the call
- * goes the general way too.  So only one statement commits.  A statement
- * that failed when no row of the key is there (none committed: a unique
- * index the key has nothing to do with, or a deadlock with a claim still
- * open) fails the call with its own error, run once: the general way
- * would run it again.  Against the
+ * goes the general way too.  So only one statement commits.  When the
+ * statement itself failed and the general way's claim then finds the key
+ * free to run it (new or reclaimed: no concurrent claim explains the
+ * error, a unique index the key has nothing to do with), the call fails
+ * with the statement's error, run once.  Against the
  * general way this saves the UPDATE of the key row: its executor start-up,
  * its new tuple and its index entries (WAL).  The price is a
  * subtransaction, so a second transaction id; at most EXEC_MAX_SUBXACTS of
@@ -495,22 +495,6 @@ NewKeyBody(void *arg)
 }
 
 /*
- * Is there a row of the key (committed, or this transaction's)?  Must be
- * called inside SPI.
- */
-static bool
-KeyRowThere(IdemClaimArgs *a)
-{
-	IdemArgs	args = IdemKeyArgs(a->scope, a->key);
-	int			level = IdemPinSearchPath();
-	bool		there;
-
-	there = IdemExecute(IDEM_STMT_SELECT, a->nspid, &args, false, 1) > 0;
-	IdemUnpinSearchPath(level);
-	return there;
-}
-
-/*
  * A key without a row: run the statement and insert the key row completed,
  * in a subtransaction (see the top of the file).  Returns true with the
  * result in values/nulls, or false, having undone everything, when a
@@ -519,14 +503,16 @@ KeyRowThere(IdemClaimArgs *a)
  *
  * The key's primary key, or a unique index or a deadlock shared with a
  * concurrent request of the same key: the general way finds out which.
- * When the statement itself failed and no row of the key is there to
- * explain it, the error has nothing to do with the key: it is raised as
- * the caller's, the statement never run a second time (its effects outside
- * the database, a sequence's values, happen once per call).
+ * When the statement itself failed, its error is handed back in
+ * *stmt_error: if the general way's claim then finds the key free to run
+ * it (new or reclaimed), nothing concurrent explained the error, which is
+ * raised as the caller's, the statement never run a second time (its
+ * effects outside the database, a sequence's values, happen once a call).
  */
 static bool
 ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
-			  Oid status_typid, Datum *values, bool *nulls)
+			  Oid status_typid, Datum *values, bool *nulls,
+			  ErrorData **stmt_error)
 {
 	static const int caught[] = {ERRCODE_UNIQUE_VIOLATION, ERRCODE_T_R_DEADLOCK_DETECTED, 0};
 	NewKey		n = {a, st, code, code_null, (Datum) 0, 0, false};
@@ -535,9 +521,10 @@ ExecuteNewKey(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	exec_subxacts++;
 	if (IdemRunInSubtransaction(NewKeyBody, &n, caught, &edata) != 0)
 	{
-		if (!n.ran && !KeyRowThere(a))
-			ReThrowError(edata);
-		FreeErrorData(edata);
+		if (n.ran)
+			FreeErrorData(edata);	/* the key row's INSERT: a concurrent claim */
+		else
+			*stmt_error = edata;
 		return false;
 	}
 
@@ -625,6 +612,7 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	int			level;
 	Datum		response;
 	bool		locked = false;
+	ErrorData  *stmt_error = NULL;
 
 	/*
 	 * No row: the short way, with the key's lock, unless another
@@ -639,7 +627,7 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 	IdemUnpinSearchPath(level);
 	if (locked && ExecuteNewKey(a, st, code, code_null,
 								TupleDescAttr(desc, CLAIM_STATUS)->atttypid,
-								values, nulls))
+								values, nulls, &stmt_error))
 		return;
 
 	if (outcome == IDEM_OUTCOME_NONE)
@@ -652,7 +640,14 @@ ExecuteClaimed(IdemClaimArgs *a, ExecStatement *st, Datum code, bool code_null,
 		IdemUnpinSearchPath(level);
 	}
 	if (outcome != IDEM_OUTCOME_NEW && outcome != IDEM_OUTCOME_RECLAIMED)
+	{
+		if (stmt_error != NULL)
+			FreeErrorData(stmt_error);
 		return;
+	}
+	/* the short way's statement failed, and nothing concurrent explains it */
+	if (stmt_error != NULL)
+		ReThrowError(stmt_error);
 
 	/* The work, under the caller's search_path and privileges */
 	response = RunStatement(st, a);

@@ -640,17 +640,29 @@ BEGIN
                 PERFORM pg_catalog.set_config('search_path', caller_path, true);
                 short_done := true;
             EXCEPTION WHEN unique_violation OR deadlock_detected THEN
-                /*
-                 * the statement's own error, and no row of the key there to
-                 * explain it: the caller's error, the statement run once
-                 * (the general way would run it again)
-                 */
-                IF NOT stmt_ran AND NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
-                                                 WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
-                                                   AND i.key OPERATOR(pg_catalog.=) idem_execute.key) THEN
-                    RAISE;
-                END IF;
                 resp := NULL;	/* undone: the general way finds out why */
+                IF NOT stmt_ran THEN
+                    /*
+                     * the statement's own error: the general way's claim,
+                     * here, says whether a concurrent claim explains it; when
+                     * the key is free to run it (new or reclaimed) nothing
+                     * does, and the error is the caller's, the statement run
+                     * once (the general way would run it again)
+                     */
+                    SELECT * INTO claimed
+                      FROM _IDEM_SCHEMA_.idem_claim(key, request, scope, NULL::pg_catalog.interval, NULL::pg_catalog.interval, true, NULL::pg_catalog.interval, NULL::pg_catalog.int4);
+                    IF claimed.outcome OPERATOR(pg_catalog.=) ANY (ARRAY['new', 'reclaimed']) THEN
+                        RAISE;
+                    END IF;
+                    outcome := claimed.outcome;
+                    token := claimed.token;
+                    status := claimed.status;
+                    response_code := claimed.response_code;
+                    response := claimed.response;
+                    retry_after := claimed.retry_after;
+                    recovery_point := claimed.recovery_point;
+                    RETURN;
+                END IF;
             END;
             IF short_done THEN
                 outcome := 'new';
