@@ -13,6 +13,7 @@
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 #include "common.h"
 #include "store.h"
@@ -33,8 +34,11 @@
  * the holder's wait => false takeovers find it busy, and the refusal comes
  * later while the other scope writes the key.  A scope found allowed is
  * remembered for the user (a few of them, forgotten at any relcache
- * invalidation, as a policy change makes): its later claims check nothing
- * first.
+ * invalidation, as a policy change makes, and when a role is renamed or its
+ * memberships change): its later claims check nothing first.  A row
+ * deleted from a table the policy reads (the tenant recipe's mapping) makes
+ * no invalidation: until one comes, a session that had the scope tries its
+ * key's lock before the INSERT refuses it (docs/tenants.md).
  */
 #define ERRCODE_IDEM_POLICY_PROBED	MAKE_SQLSTATE('I','K','P','0','1')	/* never raised to a caller */
 #define CHECKED_SCOPES 8
@@ -53,12 +57,23 @@ static bool checked_callback = false;
 static void
 CheckedScopesForget(Datum arg, Oid relid)
 {
+	(void) arg;
+	(void) relid;
 	for (int i = 0; i < CHECKED_SCOPES; i++)
 		if (checked_scopes[i].scope != NULL)
 		{
 			pfree(checked_scopes[i].scope);
 			checked_scopes[i].scope = NULL;
 		}
+}
+
+/* a role renamed, or its memberships changed: a policy may read either */
+static void
+CheckedScopesForgetRoles(Datum arg, int cacheid, uint32 hashvalue)
+{
+	(void) cacheid;
+	(void) hashvalue;
+	CheckedScopesForget(arg, InvalidOid);
 }
 
 static bool
@@ -137,6 +152,8 @@ IdemCheckScopeBeforeLock(IdemClaimArgs *a)
 	if (!checked_callback)
 	{
 		CacheRegisterRelcacheCallback(CheckedScopesForget, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHOID, CheckedScopesForgetRoles, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, CheckedScopesForgetRoles, (Datum) 0);
 		checked_callback = true;
 	}
 	c = &checked_scopes[checked_next];

@@ -67,6 +67,7 @@ declare -A EXCLUDED=(
 	[isolation/guard_matview]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
 	[isolation/guard_sequence]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
 	[isolation/guard_mapping_table]="the preloaded library's guard (a ProcessUtility hook): the edition has no hook"
+	[isolation/scope_policy_cache]="the C build's per-session memory of allowed scopes (src/policy.c): the edition probes the policy at each key lock (idem__key_lock_id)"
 	[isolation/key_lock_squat]="the edition's key locks are advisory locks, which a role that reads a lock id in pg_locks can take (docs/managed.md, What differs)"
 )
 # and the edition's own tests (test/edition/sql/NAME.sql, expected/NAME.out),
