@@ -455,6 +455,7 @@ DECLARE
     subxacts_set pg_catalog.text;
     short_done pg_catalog.bool;
     stmt_ran pg_catalog.bool;
+    pre_claimed pg_catalog.bool := false;
     new_token pg_catalog.int8;
     stamp pg_catalog.timestamptz;
     caller_path pg_catalog.text;
@@ -654,14 +655,7 @@ BEGIN
                     IF claimed.outcome OPERATOR(pg_catalog.=) ANY (ARRAY['new', 'reclaimed']) THEN
                         RAISE;
                     END IF;
-                    outcome := claimed.outcome;
-                    token := claimed.token;
-                    status := claimed.status;
-                    response_code := claimed.response_code;
-                    response := claimed.response;
-                    retry_after := claimed.retry_after;
-                    recovery_point := claimed.recovery_point;
-                    RETURN;
+                    pre_claimed := true;	/* its answer, below */
                 END IF;
             END;
             IF short_done THEN
@@ -675,43 +669,45 @@ BEGIN
         END IF;
     END IF;
 
-    /*
-     * A replay without the nested idem_claim: what it would check, read and
-     * decide before its answer replay, in its order (the settings it reads,
-     * the request hash, row level security in place; the rest it checks
-     * idem_execute has checked above with the same arguments), for a row
-     * not expired, with the same request, completed or failed for good.
-     * Anything else (and any error) is the claim's, which reads it all again.
-     */
-    IF COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '') OPERATOR(pg_catalog.<>) '' THEN
-        done := _IDEM_SCHEMA_.idem__max_attempts()::pg_catalog.text;
-    END IF;
-    IF COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.<>) '' THEN
-        times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
-    END IF;
-    req_hash := COALESCE(
-        --@ request_hash_fast DOC=request
-        , _IDEM_SCHEMA_.idem_request_hash(request));
-    IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
-        PERFORM _IDEM_SCHEMA_.idem__check_row_security();
-    END IF;
-    SELECT i.* INTO kr FROM _IDEM_SCHEMA_.idempotency_keys i
-     WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
-       AND i.key OPERATOR(pg_catalog.=) idem_execute.key;
-    IF FOUND AND kr.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
-       AND (kr.request_hash OPERATOR(pg_catalog.=) req_hash OR (kr.request_hash IS NULL AND req_hash IS NULL))
-       AND (kr.status OPERATOR(pg_catalog.=) 'completed'
-            OR (kr.status OPERATOR(pg_catalog.=) 'failed' AND NOT kr.retryable)) THEN
-        outcome := 'replay';
-        status := kr.status;
-        response_code := kr.response_code;
-        response := kr.response;
-        RETURN;
-    END IF;
+    IF NOT pre_claimed THEN
+        /*
+         * A replay without the nested idem_claim: what it would check, read and
+         * decide before its answer replay, in its order (the settings it reads,
+         * the request hash, row level security in place; the rest it checks
+         * idem_execute has checked above with the same arguments), for a row
+         * not expired, with the same request, completed or failed for good.
+         * Anything else (and any error) is the claim's, which reads it all again.
+         */
+        IF COALESCE(pg_catalog.current_setting('idempotency.max_attempts', true), '') OPERATOR(pg_catalog.<>) '' THEN
+            done := _IDEM_SCHEMA_.idem__max_attempts()::pg_catalog.text;
+        END IF;
+        IF COALESCE(pg_catalog.current_setting('idempotency.await_result', true), '') OPERATOR(pg_catalog.<>) '' THEN
+            times := ARRAY[_IDEM_SCHEMA_.idem__await_result()];
+        END IF;
+        req_hash := COALESCE(
+            --@ request_hash_fast DOC=request
+            , _IDEM_SCHEMA_.idem_request_hash(request));
+        IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+            PERFORM _IDEM_SCHEMA_.idem__check_row_security();
+        END IF;
+        SELECT i.* INTO kr FROM _IDEM_SCHEMA_.idempotency_keys i
+         WHERE i.scope OPERATOR(pg_catalog.=) idem_execute.scope
+           AND i.key OPERATOR(pg_catalog.=) idem_execute.key;
+        IF FOUND AND kr.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+           AND (kr.request_hash OPERATOR(pg_catalog.=) req_hash OR (kr.request_hash IS NULL AND req_hash IS NULL))
+           AND (kr.status OPERATOR(pg_catalog.=) 'completed'
+                OR (kr.status OPERATOR(pg_catalog.=) 'failed' AND NOT kr.retryable)) THEN
+            outcome := 'replay';
+            status := kr.status;
+            response_code := kr.response_code;
+            response := kr.response;
+            RETURN;
+        END IF;
 
-    /* the claim; always waits for an uncommitted duplicate */
-    SELECT * INTO claimed
-      FROM _IDEM_SCHEMA_.idem_claim(key, request, scope, NULL::pg_catalog.interval, NULL::pg_catalog.interval, true, NULL::pg_catalog.interval, NULL::pg_catalog.int4);
+        /* the claim; always waits for an uncommitted duplicate */
+        SELECT * INTO claimed
+          FROM _IDEM_SCHEMA_.idem_claim(key, request, scope, NULL::pg_catalog.interval, NULL::pg_catalog.interval, true, NULL::pg_catalog.interval, NULL::pg_catalog.int4);
+    END IF;
     outcome := claimed.outcome;
     token := claimed.token;
     status := claimed.status;
