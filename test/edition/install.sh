@@ -42,7 +42,7 @@
 #             application cannot call idem_expire or idem_resolve, a role
 #             granted idempotency_admin can; (pgtle) the tenant recipe of
 #             docs/tenants.md, the table's owner running it
-#   cron/*    pg_cron runs SELECT idem_expire() as a role granted
+#   cron/*    pg_cron runs SELECT idem_expire(100000) as a role granted
 #             idempotency_admin and deletes a row past its expires_at (1
 #             second schedule with pg_cron 1.5 and later, '* * * * *'
 #             before: the wait is polled, up to 150 s); skipped where pg_cron
@@ -418,6 +418,11 @@ $(readme_sql 1)"
 	else
 		notok "dbdev/readme (the package README's grants, as supa_admin)" "$out"
 	fi
+	# a role without USAGE on the schema cannot name the table: a statement
+	# PostgreSQL locks the table for before checking ownership (CREATE
+	# RULE) is refused without queueing that lock (docs/managed.md, lock guard)
+	refused "dbdev/outsider-queues-no-lock (no USAGE on schema extensions)" 42501 outsider supa \
+		"CREATE RULE r AS ON INSERT TO extensions.idempotency_keys DO INSTEAD NOTHING" "permission denied for schema extensions"
 	# a logical backup restored as docs/managed.md says, into the second
 	# database, where the migration ran: the extension's entry (quoted
 	# in the dump: its name holds @), pg_tle's and its functions left out
@@ -530,7 +535,7 @@ FROM generate_series(1, 3) i;
 INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at, response_code)
 VALUES ('cron', 'live', 'completed', nextval('idempotency_token_seq'), now(), now(), now() + interval '1 day', 200);
 SQL
-	) && out=$(q payments_ops payments -c "SELECT cron.schedule('idempotency-expire', '$SCHEDULE', 'SELECT idem_expire()') > 0"); then
+	) && out=$(q payments_ops payments -c "SELECT cron.schedule('idempotency-expire', '$SCHEDULE', 'SELECT idem_expire(100000)') > 0"); then
 		CRON_READY=1
 	else
 		notok "cron/expire (the rows, or cron.schedule as payments_ops)" "$out"
