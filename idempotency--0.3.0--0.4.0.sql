@@ -635,3 +635,18 @@ BEGIN
     END LOOP;
 END
 $idem_default_privileges$;
+
+/*
+ * Policies made under an earlier version were never recorded, and
+ * pg_dump writes none of an extension table's policies: record them now,
+ * as idem_save_row_security() would, so that the first dump after the
+ * update keeps them (a table without row level security has none to keep).
+ */
+DO $idem_record_policies$
+BEGIN
+    IF (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
+         WHERE c.oid OPERATOR(pg_catalog.=) '@extschema@.idempotency_keys'::pg_catalog.regclass) THEN
+        PERFORM @extschema@.idem_save_row_security();
+    END IF;
+END
+$idem_record_policies$;

@@ -154,6 +154,27 @@ like($berr, qr/idempotency_keys_storable/, '0.3.0 -> 0.4.0 with a row the CHECK 
 is($node->safe_psql('badrow', q{SELECT extversion FROM pg_extension WHERE extname = 'idempotency'}),
 	'0.3.0', 'and the extension stays at 0.3.0');
 
+# Policies made under 0.3.0, which recorded none: the update records them,
+# so that the next pg_dump keeps them (else a dump and restore after the
+# update came back with row level security off, every tenant's keys open
+# to every other: an attacker's walk of the backup paths).
+$node->safe_psql('postgres', 'CREATE DATABASE rls03');
+$node->safe_psql('rls03', q{CREATE EXTENSION idempotency VERSION '0.3.0';
+	ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
+	ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;
+	CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
+		USING (scope = current_user) WITH CHECK (scope = current_user);
+	CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin USING (true) WITH CHECK (true);
+	ALTER EXTENSION idempotency UPDATE;});
+is($node->safe_psql('rls03', q{SELECT string_agg(policy || ' ' || array_to_string(roles, ','), '; ' ORDER BY policy)
+	FROM idempotency_row_security}),
+	'admin_all idempotency_admin; tenant_scope idempotency_app',
+	'0.3.0 -> 0.4.0 with row level security on: the update records the policies for pg_dump');
+$node->safe_psql('postgres', 'CREATE DATABASE norls03');
+$node->safe_psql('norls03', q{CREATE EXTENSION idempotency VERSION '0.3.0'; ALTER EXTENSION idempotency UPDATE;});
+is($node->safe_psql('norls03', q{SELECT count(*) FROM idempotency_row_security}), '0',
+	'0.3.0 -> 0.4.0 without row level security: nothing recorded');
+
 # One session across the update: the library serves the old schema, then
 # makes its statements again for the new one (due_at set by the claim):
 # from the last version whose table had no due_at.
