@@ -65,7 +65,7 @@ endif
 #                            (PROVE_TESTS=test/t/010_worker.pl: one)
 REGRESS = setup claim attempts batch record hash guc input expire expire_backlog stats execute execute_hostile key_locks owner \
 	interval_calendar execute_rules response_dump_size key_lock_secret plans large_response await string_settings execute_cache claim_replay \
-	default_privileges
+	row_security_recorded default_privileges
 ISOLATION = claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
 	guard_index guard_matview guard_sequence guard_mapping_table \

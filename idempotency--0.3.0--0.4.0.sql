@@ -103,6 +103,7 @@ CREATE FUNCTION idem_restore_row_security()
 RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on
 AS $idem_restore_row_security$
 DECLARE
     keys regclass := '@extschema@.idempotency_keys'::regclass;
@@ -146,14 +147,23 @@ REVOKE ALL ON FUNCTION idem_restore_row_security() FROM PUBLIC;
 /*
  * Record idempotency_keys' policies in idempotency_row_security, replacing
  * what it held; returns the policies recorded.  Run it after every change
- * of the policies.  The expressions are written as pg_get_expr writes
- * them with only pg_catalog on the search path, so every name in them is
- * schema-qualified.
+ * of the policies, in the same transaction: the key functions refuse
+ * (IK006) while they differ.  The expressions are written as pg_get_expr
+ * writes them with only pg_catalog on the search path, so every name in
+ * them is schema-qualified, and with the settings that change how it
+ * writes a constant or a name pinned (the key functions compare them under
+ * the same: src/store.c, deparse_settings).
  */
 CREATE FUNCTION idem_save_row_security()
 RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+SET quote_all_identifiers = off
+SET standard_conforming_strings = on
+SET DateStyle = 'ISO, MDY'
+SET IntervalStyle = postgres
+SET TimeZone = 'UTC'
+SET extra_float_digits = 1
 AS $idem_save_row_security$
 DECLARE
     saved integer;

@@ -174,14 +174,35 @@ IdemKeysRelid(Oid nspid)
 }
 
 /*
- * Refuse to run when row level security policies are recorded for
- * idempotency_keys (idempotency_row_security, 0.4.0 on) but the table's
- * row level security is off, or one of them is missing from it: a restore
- * that did not put them back (see idem_restore_row_security) would let
- * every tenant read every other's keys.  Checked when the table's relcache entry is new, which ENABLE and
- * DISABLE ROW LEVEL SECURITY and every policy change make it.  Called
- * inside SPI.
+ * Refuse to run when idempotency_keys' row level security is not what
+ * idempotency_row_security (0.4.0 on) records, which is what pg_dump keeps:
+ * - policies are recorded but the table's row level security is off, or
+ *   one of them is missing from it: a restore that did not put them back
+ *   (see idem_restore_row_security) would let every tenant read every
+ *   other's keys;
+ * - row level security is on and a policy of the table is not recorded,
+ *   or differs from the one recorded: the next dump and restore would lose
+ *   it or bring back the old one, silently.
+ * Compared as idem_save_row_security() records them: the expressions as
+ * pg_get_expr writes them with only pg_catalog on the search path and the
+ * other settings of its SET clauses (deparse_settings), whatever the
+ * caller's.  A
+ * Citus worker node's table has the coordinator's policies and records
+ * none (the coordinator's do): there only the first is checked.
+ * Checked when the table's relcache entry is new, which ENABLE and DISABLE
+ * ROW LEVEL SECURITY and every policy change make it, and again at each
+ * call while it fails.  Called inside SPI.
  */
+static const char *const deparse_settings[][2] = {
+	{"search_path", "pg_catalog, pg_temp"},
+	{"quote_all_identifiers", "off"},
+	{"standard_conforming_strings", "on"},
+	{"DateStyle", "ISO, MDY"},
+	{"IntervalStyle", "postgres"},
+	{"TimeZone", "UTC"},
+	{"extra_float_digits", "1"},
+};
+
 static void
 CheckRowSecurityInPlace(Oid nspid, Oid relid)
 {
@@ -190,6 +211,10 @@ CheckRowSecurityInPlace(Oid nspid, Oid relid)
 	bool		enabled;
 	char	   *sql;
 	Datum		arg = ObjectIdGetDatum(relid);
+	int			level;
+	int			rc;
+	char	   *policy;
+	char	   *kind;
 
 	if (!OidIsValid(saved))
 		return;					/* a schema before 0.4.0 */
@@ -198,23 +223,63 @@ CheckRowSecurityInPlace(Oid nspid, Oid relid)
 		elog(ERROR, "cache lookup failed for relation %u", relid);
 	enabled = ((Form_pg_class) GETSTRUCT(tup))->relrowsecurity;
 	ReleaseSysCache(tup);
-	/* a recorded policy: any, with row level security off; else one missing */
-	sql = psprintf("SELECT policy FROM %s.idempotency_row_security r WHERE %s LIMIT 1",
-				   quote_identifier(get_namespace_name(nspid)),
-				   enabled ? "NOT EXISTS (SELECT FROM pg_catalog.pg_policy p"
-				   " WHERE p.polrelid OPERATOR(pg_catalog.=) $1"
-				   " AND p.polname OPERATOR(pg_catalog.=) r.policy)" : "$1 IS NOT NULL");
-	if (SPI_execute_with_args(sql, 1, (Oid[]) {OIDOID}, &arg, NULL, true, 1) != SPI_OK_SELECT)
+	if (enabled)
+		/* each policy recorded or on the table that is not both, alike */
+		sql = psprintf("WITH n AS (SELECT p.polname AS policy, p.polpermissive AS permissive,"
+					   " CASE p.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'"
+					   " WHEN 'd' THEN 'DELETE' ELSE 'ALL' END AS command,"
+					   " ARRAY(SELECT CASE WHEN r OPERATOR(pg_catalog.=) 0 THEN 'public'::pg_catalog.name"
+					   " ELSE a.rolname END FROM pg_catalog.unnest(p.polroles) AS r"
+					   " LEFT JOIN pg_catalog.pg_roles a ON a.oid OPERATOR(pg_catalog.=) r) AS roles,"
+					   " pg_catalog.pg_get_expr(p.polqual, p.polrelid) AS using_expr,"
+					   " pg_catalog.pg_get_expr(p.polwithcheck, p.polrelid) AS check_expr"
+					   " FROM pg_catalog.pg_policy p WHERE p.polrelid OPERATOR(pg_catalog.=) $1)"
+					   " SELECT COALESCE(r.policy, n.policy),"
+					   " CASE WHEN n.policy IS NULL THEN 'missing' WHEN r.policy IS NULL THEN 'unrecorded'"
+					   " ELSE 'differs' END"
+					   " FROM %s.idempotency_row_security r FULL JOIN n ON r.policy OPERATOR(pg_catalog.=) n.policy"
+					   " WHERE n.policy IS NULL%s"
+					   " ORDER BY n.policy IS NULL DESC, 1 LIMIT 1",
+					   quote_identifier(get_namespace_name(nspid)),
+					   IdemCitusNodeGroup(PG_INT32_MAX) > 0 ? "" :
+					   " OR r.policy IS NULL"
+					   " OR (r.permissive, r.command, r.roles, r.using_expr, r.check_expr)"
+					   " IS DISTINCT FROM (n.permissive, n.command, n.roles, n.using_expr, n.check_expr)");
+	else
+		/* any policy recorded */
+		sql = psprintf("SELECT policy, 'off' FROM %s.idempotency_row_security WHERE $1 IS NOT NULL LIMIT 1",
+					   quote_identifier(get_namespace_name(nspid)));
+	level = NewGUCNestLevel();
+	for (size_t i = 0; i < lengthof(deparse_settings); i++)
+		(void) set_config_option(deparse_settings[i][0], deparse_settings[i][1],
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	rc = SPI_execute_with_args(sql, 1, (Oid[]) {OIDOID}, &arg, NULL, true, 1);
+	AtEOXact_GUC(true, level);
+	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read idempotency_row_security");
-	if (SPI_processed > 0)
+	if (SPI_processed == 0)
+		return;
+	policy = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	if (strcmp(kind, "off") == 0 || strcmp(kind, "missing") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEM_ROW_SECURITY_MISSING),
 				 errmsg("row level security of idempotency_keys is not in place"),
-				 enabled ?
+				 kind[0] == 'm' ?
 				 errdetail("Policy \"%s\" is recorded in idempotency_row_security but missing from idempotency_keys.",
-						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)) :
+						   policy) :
 				 errdetail("Policies are recorded in idempotency_row_security, but row level security is disabled on idempotency_keys."),
 				 errhint("As the table's owner, run SELECT idem_restore_row_security(); or, to run without the policies, delete their rows from idempotency_row_security.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_IDEM_ROW_SECURITY_MISSING),
+			 errmsg("row level security of idempotency_keys is not recorded"),
+			 kind[0] == 'u' ?
+			 errdetail("Policy \"%s\" of idempotency_keys is not recorded in idempotency_row_security, so pg_dump would not keep it.",
+					   policy) :
+			 errdetail("Policy \"%s\" of idempotency_keys differs from the one recorded in idempotency_row_security, so a restore would bring back the recorded one.",
+					   policy),
+			 errhint("As the table's owner, run SELECT idem_save_row_security(); after every change of the policies, in the same transaction.")));
 }
 
 /*

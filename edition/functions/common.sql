@@ -81,9 +81,18 @@
  * idem__check_row_security() RETURNS void
  *     IK006 "row level security of idempotency_keys is not in place" when
  *     idempotency_row_security records policies and idempotency_keys has
- *     row level security off, or lacks one of them (the C build's
- *     CheckRowSecurityInPlace).  Every key function calls it first.  One
- *     index-less probe of an empty table when no policy is recorded.
+ *     row level security off, or lacks one of them; IK006 "row level
+ *     security of idempotency_keys is not recorded" when its row level
+ *     security is on and one of its policies is not recorded, or differs
+ *     from the one recorded (the C build's CheckRowSecurityInPlace).  Every
+ *     key function calls it first, where row_security_in_use says there is
+ *     something to check.
+ *
+ * idem__row_security_now(keys regclass) RETURNS SETOF idempotency_row_security
+ *     The policies of keys as idem_save_row_security() records them: the
+ *     expressions as pg_get_expr writes them with only pg_catalog on the
+ *     path and the settings that change how it writes a constant or a name
+ *     pinned (the function's SET clauses, the C build's deparse_settings).
  *
  * idem__key_lock_secret(scope text) RETURNS bytea   SECURITY DEFINER
  *     The scope's key-lock key: sha256(secret || length(scope) || scope),
@@ -569,36 +578,75 @@ BEGIN
 END
 $idem__check_interval$;
 
+CREATE FUNCTION idem__row_security_now(keys pg_catalog.regclass)
+RETURNS SETOF idempotency_row_security
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET quote_all_identifiers = off
+SET standard_conforming_strings = on
+SET DateStyle = 'ISO, MDY'
+SET IntervalStyle = postgres
+SET TimeZone = 'UTC'
+SET extra_float_digits = 1
+AS $idem__row_security_now$
+SELECT p.polname, p.polpermissive,
+       CASE WHEN p.polcmd OPERATOR(pg_catalog.=) 'r' THEN 'SELECT'
+            WHEN p.polcmd OPERATOR(pg_catalog.=) 'a' THEN 'INSERT'
+            WHEN p.polcmd OPERATOR(pg_catalog.=) 'w' THEN 'UPDATE'
+            WHEN p.polcmd OPERATOR(pg_catalog.=) 'd' THEN 'DELETE' ELSE 'ALL' END,
+       ARRAY(SELECT CASE WHEN r OPERATOR(pg_catalog.=) 0 THEN 'public'::pg_catalog.name ELSE a.rolname END
+               FROM pg_catalog.unnest(p.polroles) AS r
+               LEFT JOIN pg_catalog.pg_roles a ON a.oid OPERATOR(pg_catalog.=) r),
+       pg_catalog.pg_get_expr(p.polqual, p.polrelid), pg_catalog.pg_get_expr(p.polwithcheck, p.polrelid)
+  FROM pg_catalog.pg_policy p
+ WHERE p.polrelid OPERATOR(pg_catalog.=) keys
+$idem__row_security_now$;
+
 CREATE FUNCTION idem__check_row_security() RETURNS void
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $idem__check_row_security$
 DECLARE
-    enabled boolean;
-    missing name;
+    d record;
 BEGIN
-    IF NOT EXISTS (SELECT FROM idempotency_row_security) THEN
+    IF NOT (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
+             WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass) THEN
+        IF EXISTS (SELECT FROM idempotency_row_security) THEN
+            RAISE EXCEPTION USING ERRCODE = 'IK006',
+                MESSAGE = 'row level security of idempotency_keys is not in place',
+                DETAIL = 'Policies are recorded in idempotency_row_security, but row level security is disabled on idempotency_keys.',
+                HINT = 'As the table''s owner, run SELECT idem_restore_row_security(); or, to run without the policies, delete their rows from idempotency_row_security.';
+        END IF;
         RETURN;
     END IF;
-    SELECT c.relrowsecurity INTO enabled FROM pg_catalog.pg_class c
-     WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass;
-    IF NOT enabled THEN
-        RAISE EXCEPTION USING ERRCODE = 'IK006',
-            MESSAGE = 'row level security of idempotency_keys is not in place',
-            DETAIL = 'Policies are recorded in idempotency_row_security, but row level security is disabled on idempotency_keys.',
-            HINT = 'As the table''s owner, run SELECT idem_restore_row_security(); or, to run without the policies, delete their rows from idempotency_row_security.';
-    END IF;
-    SELECT r.policy INTO missing FROM idempotency_row_security r
-     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_policy p
-                        WHERE p.polrelid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass
-                          AND p.polname OPERATOR(pg_catalog.=) r.policy)
+    /* each policy recorded or on the table that is not both, alike; a missing one first */
+    SELECT COALESCE(s.policy, n.policy) AS policy, n.policy IS NULL AS missing, s.policy IS NULL AS unrecorded
+      INTO d
+      FROM idempotency_row_security s
+      FULL JOIN idem__row_security_now('idempotency_keys'::pg_catalog.regclass) n
+        ON s.policy OPERATOR(pg_catalog.=) n.policy
+     WHERE s.policy IS NULL OR n.policy IS NULL
+        OR s.permissive OPERATOR(pg_catalog.<>) n.permissive OR s.command OPERATOR(pg_catalog.<>) n.command
+        OR s.roles OPERATOR(pg_catalog.<>) n.roles
+        OR NOT COALESCE(s.using_expr OPERATOR(pg_catalog.=) n.using_expr, s.using_expr IS NULL AND n.using_expr IS NULL)
+        OR NOT COALESCE(s.check_expr OPERATOR(pg_catalog.=) n.check_expr, s.check_expr IS NULL AND n.check_expr IS NULL)
+     ORDER BY n.policy IS NULL DESC, 1
      LIMIT 1;
-    IF FOUND THEN
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF d.missing THEN
         RAISE EXCEPTION USING ERRCODE = 'IK006',
             MESSAGE = 'row level security of idempotency_keys is not in place',
-            DETAIL = pg_catalog.format('Policy "%s" is recorded in idempotency_row_security but missing from idempotency_keys.', missing),
+            DETAIL = pg_catalog.format('Policy "%s" is recorded in idempotency_row_security but missing from idempotency_keys.', d.policy),
             HINT = 'As the table''s owner, run SELECT idem_restore_row_security(); or, to run without the policies, delete their rows from idempotency_row_security.';
     END IF;
+    RAISE EXCEPTION USING ERRCODE = 'IK006',
+        MESSAGE = 'row level security of idempotency_keys is not recorded',
+        DETAIL = CASE WHEN d.unrecorded
+                      THEN pg_catalog.format('Policy "%s" of idempotency_keys is not recorded in idempotency_row_security, so pg_dump would not keep it.', d.policy)
+                      ELSE pg_catalog.format('Policy "%s" of idempotency_keys differs from the one recorded in idempotency_row_security, so a restore would bring back the recorded one.', d.policy) END,
+        HINT = 'As the table''s owner, run SELECT idem_save_row_security(); after every change of the policies, in the same transaction.';
 END
 $idem__check_row_security$;
 
@@ -639,14 +687,15 @@ $idem__key_lock_secret$;
  * The trigger of a key-lock probe row (idem__key_lock_id): the row passed
  * the caller's policies, so its scope is one the caller may use; recorded
  * for idem__key_lock_secret in this (sub)transaction, rolled back with the
- * probe.  Only for the probe's own key ("\x01lock " and this transaction's
- * id, which the key's primary key lets a transaction write once a scope):
- * a tenant writing rows of token 0 as the probe does leaves at most one
- * proof a scope, not one a row, in front of every other tenant's probes
- * while its transaction stays open (each probe looks for its own proof by
- * the table's index: idempotency_key_lock_proof_xid_idx).  Another key
- * beginning as a probe's is refused at once (one of a later transaction's
- * id would stand in that probe's way: 23505).
+ * probe.  Only for the key the probe named in idempotency_edition.probe,
+ * set in its subtransaction ("\x01lock ", this transaction's id and a
+ * random part, so that no row written before stands in its way): any
+ * other row of token 0 is a row like any other, which a restore's COPY
+ * writes back too.  A tenant that sets the setting itself and writes such
+ * a row proves only what its own row proved (its policies let it insert
+ * into the scope), and has it refused at commit
+ * (idem__key_lock_proof_kept); each probe looks for its own proof by the
+ * table's index (idempotency_key_lock_proof_xid_idx).
  */
 CREATE FUNCTION idem__key_lock_proved() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -654,14 +703,8 @@ SET search_path FROM CURRENT
 AS $idem__key_lock_proved$
 BEGIN
     /* the trigger's WHEN has token 0; the probe's key too */
-    IF NEW.key OPERATOR(pg_catalog.=) (E'\x01lock ' OPERATOR(pg_catalog.||) pg_catalog.pg_current_xact_id()::text) THEN
+    IF NEW.key OPERATOR(pg_catalog.=) pg_catalog.current_setting('idempotency_edition.probe', true) THEN
         INSERT INTO idempotency_key_lock_proof (xid, scope) VALUES (pg_catalog.pg_current_xact_id(), NEW.scope);
-    ELSIF pg_catalog.starts_with(NEW.key, E'\x01lock ') THEN
-        /* another transaction's probe key (a later one's would stand in its probe's way): refused at once */
-        RAISE EXCEPTION USING ERRCODE = '42501',
-            MESSAGE = 'a key-lock probe row cannot be written',
-            DETAIL = pg_catalog.format(E'A row of token 0 whose key begins with "\\x01lock " was inserted in scope "%s": such rows are the key functions'' own.', NEW.scope),
-            HINT = 'Key locks are taken by the key functions.';
     END IF;
     RETURN NULL;
 END
@@ -692,6 +735,7 @@ SET search_path FROM CURRENT
 AS $idem__key_lock_id$
 DECLARE
     k bytea;
+    probe text;
 BEGIN
     IF (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
          WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass) THEN
@@ -703,8 +747,9 @@ BEGIN
          * idem__key_lock_secret asks (it runs as the owner and cannot tell
          * whether the policies apply to its caller): a caller they do not
          * apply to (the owner, a superuser, BYPASSRLS) inserts it anyway.
-         * Its key holds a control character, which no key may: it cannot
-         * meet another writer's row, so it never waits.  Its proof's check
+         * Its key holds a control character, which no key function's key
+         * may, and a random part: it cannot meet another writer's row (one
+         * a tenant wrote itself, or a restore), so it never waits.  Its proof's check
          * (idempotency_key_lock_proof_kept) deferred here, whatever the
          * caller's SET CONSTRAINTS: it would refuse the proof at once
          * under IMMEDIATE; the subtransaction's rollback puts the caller's
@@ -712,9 +757,12 @@ BEGIN
          */
         BEGIN
             SET CONSTRAINTS idempotency_key_lock_proof_kept DEFERRED;
+            probe := pg_catalog.set_config('idempotency_edition.probe',
+                                           E'\x01lock ' OPERATOR(pg_catalog.||) pg_catalog.pg_current_xact_id()::text
+                                           OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) pg_catalog.gen_random_uuid()::text,
+                                           true);
             INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
-            VALUES (scope, E'\x01lock ' OPERATOR(pg_catalog.||) pg_catalog.pg_current_xact_id()::text,
-                    'processing', 0, pg_catalog.now(), pg_catalog.now(), pg_catalog.now());
+            VALUES (scope, probe, 'processing', 0, pg_catalog.now(), pg_catalog.now(), pg_catalog.now());
             k := idem__key_lock_secret(scope);
             RAISE EXCEPTION USING ERRCODE = 'IKP01', MESSAGE = 'key lock probe';
         EXCEPTION WHEN SQLSTATE 'IKP01' THEN
@@ -850,6 +898,7 @@ REVOKE ALL ON FUNCTION idem__stale_reclaim() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__check_key(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__check_interval(interval, text, timestamptz, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__check_row_security() FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem__row_security_now(pg_catalog.regclass) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_lock_secret(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_lock_proved() FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem__key_lock_proof_kept() FROM PUBLIC;
@@ -869,6 +918,7 @@ GRANT EXECUTE ON FUNCTION idem__stale_reclaim() TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__check_key(text, text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__check_interval(interval, text, timestamptz, text, text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__check_row_security() TO idempotency_app;
+GRANT EXECUTE ON FUNCTION idem__row_security_now(pg_catalog.regclass) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__key_lock_secret(text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__key_lock_id(text, text) TO idempotency_app;
 GRANT EXECUTE ON FUNCTION idem__key_locks_held() TO idempotency_app;

@@ -115,7 +115,9 @@ BEGIN
                                    --@ role_setting_stored NAME='idempotency.max_key_length='
                                AND NOT EXISTS (SELECT FROM idempotency_settings t
                                                 WHERE t.name OPERATOR(pg_catalog.=) 'idempotency.max_key_length')
-                               AND NOT EXISTS (SELECT FROM idempotency_row_security),
+                               AND NOT
+                                   --@ row_security_in_use SCHEMA=
+                               ,
                                request
                         OFFSET 0) AS o(ok, req)
                 OFFSET 0) AS c(hash, ts)
@@ -280,7 +282,9 @@ BEGIN
             v_await := CASE WHEN usecs OPERATOR(pg_catalog.=) 0 THEN NULL ELSE await_result END;
         END IF;
         hash := CASE WHEN request IS NULL THEN NULL ELSE idem_request_hash(request) END;
-        IF EXISTS (SELECT FROM idempotency_row_security) THEN
+        IF
+            --@ row_security_in_use SCHEMA=
+        THEN
             PERFORM idem__check_row_security();
         END IF;
     END IF;

@@ -224,7 +224,9 @@ BEGIN
             --@ role_setting_stored NAME='idempotency.max_key_length='
         AND NOT EXISTS (SELECT FROM idempotency_settings t
                          WHERE t.name OPERATOR(pg_catalog.=) 'idempotency.max_key_length')
-        AND NOT EXISTS (SELECT FROM idempotency_row_security)) IS NOT TRUE THEN
+        AND NOT
+            --@ row_security_in_use SCHEMA=
+        ) IS NOT TRUE THEN
         --@ check_key KEY=v_key SCOPE=v_scope SCHEMA=
         IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
             RAISE EXCEPTION USING ERRCODE = '25006',
@@ -234,7 +236,9 @@ BEGIN
            OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
             PERFORM _idem_record_check_response(response, v_key, v_scope);
         END IF;
-        IF EXISTS (SELECT FROM idempotency_row_security) THEN
+        IF
+            --@ row_security_in_use SCHEMA=
+        THEN
             PERFORM idem__check_row_security();
         END IF;
         v_token := token;

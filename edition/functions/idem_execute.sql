@@ -566,7 +566,9 @@ BEGIN
     IF subxacts OPERATOR(pg_catalog.<) 32
        AND pg_catalog.has_table_privilege('_IDEM_SCHEMA_.idempotency_keys', 'INSERT')
        AND NOT pg_catalog.row_security_active('_IDEM_SCHEMA_.idempotency_keys') THEN
-        IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+        IF
+            --@ row_security_in_use SCHEMA=_IDEM_SCHEMA_.
+        THEN
             PERFORM _IDEM_SCHEMA_.idem__check_row_security();
         END IF;
         IF NOT EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_keys i
@@ -687,7 +689,9 @@ BEGIN
         req_hash := COALESCE(
             --@ request_hash_fast DOC=request
             , _IDEM_SCHEMA_.idem_request_hash(request));
-        IF EXISTS (SELECT FROM _IDEM_SCHEMA_.idempotency_row_security) THEN
+        IF
+            --@ row_security_in_use SCHEMA=_IDEM_SCHEMA_.
+        THEN
             PERFORM _IDEM_SCHEMA_.idem__check_row_security();
         END IF;
         SELECT i.* INTO kr FROM _IDEM_SCHEMA_.idempotency_keys i

@@ -23,6 +23,7 @@ CREATE FUNCTION idem_restore_row_security()
 RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path FROM CURRENT
+SET standard_conforming_strings = on
 AS $idem_restore_row_security$
 DECLARE
     keys regclass := 'idempotency_keys'::regclass;
@@ -75,16 +76,22 @@ COMMENT ON FUNCTION idem_restore_row_security() IS
 /*
  * Record idempotency_keys' policies in idempotency_row_security, replacing
  * what it held; returns the policies recorded.  Run it after every change
- * of the policies.
+ * of the policies, in the same transaction: the key functions refuse
+ * (IK006) while they differ.
  */
 CREATE FUNCTION idem_save_row_security()
 RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path FROM CURRENT
+SET quote_all_identifiers = off
+SET standard_conforming_strings = on
+SET DateStyle = 'ISO, MDY'
+SET IntervalStyle = postgres
+SET TimeZone = 'UTC'
+SET extra_float_digits = 1
 AS $idem_save_row_security$
 DECLARE
     keys regclass := 'idempotency_keys'::regclass;
-    saved_table regclass := 'idempotency_row_security'::regclass;
     saved integer;
 BEGIN
     IF NOT (SELECT relrowsecurity FROM pg_class WHERE oid OPERATOR(pg_catalog.=) keys) THEN
@@ -93,22 +100,15 @@ BEGIN
                   HINT = 'Enable it and create the policies first (docs/security.md), then save them.';
     END IF;
     /*
-     * pg_get_expr writes the expressions with only pg_catalog on the path,
-     * as the C build does, so every other name is schema-qualified (a
-     * tenant function in the edition's own schema too): either edition
-     * restores them.  The function's SET clause puts the path back.
+     * idem__row_security_now: pg_get_expr writes the expressions with only
+     * pg_catalog on the path, as the C build does, so every other name is
+     * schema-qualified (a tenant function in the edition's own schema
+     * too): either edition restores them; the key functions compare the
+     * policies with the same function (idem__check_row_security).
      */
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    EXECUTE format('DELETE FROM %s', saved_table);
-    EXECUTE format($q$INSERT INTO %s (policy, permissive, command, roles, using_expr, check_expr)
-    SELECT p.polname, p.polpermissive,
-           CASE p.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
-                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
-           ARRAY(SELECT CASE WHEN r OPERATOR(pg_catalog.=) 0 THEN 'public'::name ELSE a.rolname END
-                   FROM unnest(p.polroles) AS r LEFT JOIN pg_roles a ON a.oid OPERATOR(pg_catalog.=) r),
-           pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid)
-      FROM pg_policy p
-     WHERE p.polrelid OPERATOR(pg_catalog.=) $1$q$, saved_table) USING keys;
+    DELETE FROM idempotency_row_security;
+    INSERT INTO idempotency_row_security (policy, permissive, command, roles, using_expr, check_expr)
+    SELECT * FROM idem__row_security_now(keys);
     GET DIAGNOSTICS saved = ROW_COUNT;
     RETURN saved;
 END

@@ -1,7 +1,8 @@
 -- test/edition/keys-every-state.sql: the database migrate.sh and
 -- migrate-tle.sh move between the editions: keys in every state (live
 -- with a recovery point, stale, completed, failed retryable, failed
--- final), the application's table, a tenant policy (role mv_tenant).
+-- final, a tenant's own row of token 0), the application's table, a
+-- tenant policy (role mv_tenant).
 -- Run after CREATE EXTENSION, as a role that may create policies on
 -- idempotency_keys.
 CREATE TABLE payments (id bigserial PRIMARY KEY, key text, amount numeric);
@@ -17,6 +18,10 @@ SELECT outcome FROM idem_claim('retry', '{"amount": 4}', 'm2');
 SELECT idem_fail('retry', 'm2', (SELECT token FROM idem_lookup('retry', 'm2')), 503, '{"error": "upstream"}', true);
 SELECT outcome FROM idem_claim('final', NULL, 'm2');
 SELECT idem_fail('final', 'm2', (SELECT token FROM idem_lookup('final', 'm2')), 402, '{"error": "card_declined"}', false);
+-- a row a tenant may write with its table privileges, token 0 and a key
+-- like the edition's key-lock probes' (a restore's COPY writes it back)
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
+VALUES ('m2', E'\x01lock 12345', 'completed', 0, now(), now(), now() + interval '1 day');
 SELECT pg_sleep(1.2);
 ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
 ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;

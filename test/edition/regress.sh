@@ -53,7 +53,8 @@ esac
 
 # The files that run against the edition, in the Makefile's order
 REGRESS="setup claim attempts batch record hash input expire expire_backlog execute execute_hostile
-key_locks owner interval_calendar execute_rules response_dump_size key_lock_secret plans large_response await string_settings execute_cache claim_replay"
+key_locks owner interval_calendar execute_rules response_dump_size key_lock_secret plans large_response await string_settings execute_cache claim_replay
+row_security_recorded"
 ISOLATION="claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await
 claim_repeatable_read claim_serializable takeover execute execute_race scope_probe
 key_lock_savepoints scope_policy_before_lock lease_after_wait row_type_change"
@@ -226,7 +227,8 @@ if out=$(psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STO
 		-c "CREATE ROLE edition_portal_tenant LOGIN IN ROLE idempotency_app" \
 		-c "ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY" \
 		-c "CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
-		    USING (scope = current_user) WITH CHECK (scope = current_user)" 2>&1); then
+		    USING (scope = current_user) WITH CHECK (scope = current_user)" \
+		-c "SELECT idem_save_row_security()" 2>&1); then
 	out=$(perl "$root/test/portal_locks.pl" "$DIR" "$PORT" edition_portal_tenant portal_locks 1 2>&1)
 	grep -Eq '^(not )?ok portal_locks/cap($|:)' <<<"$out" || notok "${PREFIX}portal_locks (test/portal_locks.pl did not finish)" "$out"
 	while IFS= read -r line; do

@@ -333,9 +333,16 @@ SELECT is(
      JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                      AND d.deptype = 'e'
      JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'idempotency'
-     WHERE p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']),
+     WHERE p.proconfig[1] IS DISTINCT FROM 'search_path=pg_catalog, pg_temp'
+        OR p.proconfig[2:] <> CASE p.proname
+               WHEN 'idem_save_row_security' THEN
+                   ARRAY['quote_all_identifiers=off', 'standard_conforming_strings=on', 'DateStyle=ISO, MDY',
+                         'IntervalStyle=postgres', 'TimeZone=UTC', 'extra_float_digits=1']
+               WHEN 'idem_restore_row_security' THEN ARRAY['standard_conforming_strings=on']
+               ELSE '{}' END),
     NULL,
     'every other function pins search_path to exactly pg_catalog, pg_temp by its SET clause');
+/* (idem_save_row_security and idem_restore_row_security also pin the settings that change how an expression is written or read) */
 
 SELECT is(
     (SELECT array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text)

@@ -91,6 +91,7 @@ CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
     USING (scope = current_user) WITH CHECK (scope = current_user);
 CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin
     USING (true) WITH CHECK (true);
+DO $$ BEGIN PERFORM idem_save_row_security(); END $$;
 CREATE ROLE tap_tenant_a NOLOGIN IN ROLE idempotency_app;
 CREATE ROLE tap_tenant_b NOLOGIN IN ROLE idempotency_app;
 CREATE ROLE tap_tenant_ops NOLOGIN IN ROLE idempotency_admin;
@@ -326,6 +327,7 @@ RESET ROLE;
 
 SAVEPOINT no_admin_policy;
 DROP POLICY admin_all ON idempotency_keys;
+DO $$ BEGIN PERFORM idem_save_row_security(); END $$;
 SET LOCAL ROLE idempotency_admin;          -- as the background worker runs its batches
 SELECT is(idem_expire(), 0::bigint, 'without the admin policy, expiry as idempotency_admin sees no tenant row');
 RESET ROLE;
@@ -371,6 +373,7 @@ CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
                    WHERE m.role = current_user AND m.scope = idempotency_keys.scope))
     WITH CHECK (EXISTS (SELECT FROM public.idempotency_tenant_scopes m
                         WHERE m.role = current_user AND m.scope = idempotency_keys.scope));
+DO $$ BEGIN PERFORM idem_save_row_security(); END $$;
 
 SET LOCAL ROLE tap_tenant_m;
 SELECT is((SELECT outcome FROM idem_claim('m-key', NULL, 'm-1')) || ' ' ||
@@ -414,6 +417,7 @@ DROP POLICY tenant_scope ON idempotency_keys;
 CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
     USING (tap_tenant_app.scope_ok(current_user, scope))
     WITH CHECK (tap_tenant_app.scope_ok(current_user, scope));
+DO $$ BEGIN PERFORM idem_save_row_security(); END $$;
 /*
  * And a restrictive policy whose function has no SET clause records the
  * path it runs under: the key functions' own, for reads as for writes.
@@ -430,6 +434,7 @@ END
 $$;
 CREATE POLICY path_probe ON idempotency_keys AS RESTRICTIVE TO idempotency_app
     USING (tap_tenant_app.path_probe());
+DO $$ BEGIN PERFORM idem_save_row_security(); END $$;
 SET LOCAL ROLE tap_tenant_a;
 CREATE TEMP TABLE tenant_scopes (role name, scope text);
 INSERT INTO pg_temp.tenant_scopes VALUES ('tap_tenant_a', 'tap_tenant_a'), ('tap_tenant_a', 'tap_tenant_b');

@@ -25,6 +25,7 @@ $node->safe_psql('postgres', q{
     ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
     CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
         USING (scope = current_user) WITH CHECK (scope = current_user);
+    SELECT idem_save_row_security();
     CREATE ROLE tenant_a LOGIN IN ROLE idempotency_app;
     CREATE ROLE tenant_b LOGIN IN ROLE idempotency_app;
     CREATE TRIGGER keep BEFORE UPDATE ON idempotency_keys FOR EACH ROW

@@ -22,6 +22,7 @@ $node->safe_psql('payments', q{
     ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
     CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
         USING (scope = current_user) WITH CHECK (scope = current_user);
+    SELECT idem_save_row_security();
 });
 my ($out, $err) = run_command([ 'perl', "$FindBin::RealBin/../portal_locks.pl",
     $node->host, $node->port, 'merchant_a', 'payments', '7653' ]);

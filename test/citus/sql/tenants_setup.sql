@@ -8,6 +8,7 @@ CREATE POLICY tenant_scope ON idempotency_keys TO idempotency_app
     USING (scope = current_user) WITH CHECK (scope = current_user);
 CREATE POLICY admin_all ON idempotency_keys TO idempotency_admin
     USING (true) WITH CHECK (true);
+SELECT idem_save_row_security();
 CREATE ROLE tenant_a LOGIN IN ROLE idempotency_app;
 CREATE ROLE tenant_b LOGIN IN ROLE idempotency_app;
 GRANT SELECT, INSERT ON payments TO idempotency_app;
