@@ -59,3 +59,51 @@ WHERE scope = 'attack' AND key = 'direct';
 SELECT octet_length(recovery_point) FROM idempotency_keys WHERE scope = 'attack' AND key = 'direct';
 DELETE FROM idempotency_keys WHERE scope = 'attack';
 \set VERBOSITY default
+
+-- Both builds take the same responses, so that a dump of either restores
+-- into the other (one row the target's CHECK refused would fail the COPY
+-- of the whole table): over 8 kB uncompressed, a response holding an item
+-- below 16 levels of containers is refused, and so is one over 64 MB.
+CREATE FUNCTION pg_temp.nested(levels int, inner_bytes int) RETURNS jsonb
+LANGUAGE sql AS $$
+SELECT (repeat('[', levels) || to_jsonb(repeat('x', inner_bytes))::text || repeat(']', levels))::jsonb
+$$;
+SELECT pg_column_size(pg_temp.nested(16, 9000)) > 8192 AS over_8kb,
+       jsonb_path_exists(pg_temp.nested(16, 9000), 'strict $.**{16}') AS level_16,
+       jsonb_path_exists(pg_temp.nested(16, 9000), 'strict $.**{17}') AS level_17;
+SELECT idem_row_storable(pg_temp.nested(16, 9000), NULL, NULL) AS at_16,
+       idem_row_storable(pg_temp.nested(17, 9000), NULL, NULL) AS at_17,
+       idem_row_storable(pg_temp.nested(17, 8000), NULL, NULL) AS at_17_within_8kb,
+       idem_row_storable(pg_temp.nested(12000, 9000), NULL, NULL) AS at_12000,
+       idem_row_storable((repeat('{"a": ', 20) || to_jsonb(repeat('x', 9000))::text || repeat('}', 20))::jsonb,
+                         NULL, NULL) AS objects_at_20,
+       idem_row_storable(to_jsonb(repeat('x', 9000)), NULL, NULL) AS scalar;
+-- a response read back compressed (a value from a table) is judged by its
+-- size uncompressed: 3 kB nested 20 deep is taken
+CREATE TEMP TABLE compressed (j jsonb);
+INSERT INTO compressed SELECT pg_temp.nested(20, 3000) || jsonb_build_array(repeat('y', 3000));
+SELECT pg_column_compression(j) IS NOT NULL AS is_compressed, idem_row_storable(j, NULL, NULL) AS taken
+FROM compressed;
+-- and so the functions refuse them (54000), and the table (23514)
+BEGIN;
+SELECT outcome FROM idem_claim('deep', NULL, 'attack');
+SELECT idem_complete('deep', 200, pg_temp.nested(17, 9000), 'attack');
+ROLLBACK;
+SELECT outcome FROM idem_claim('deep', NULL, 'attack');
+\set VERBOSITY terse
+UPDATE idempotency_keys SET response = pg_temp.nested(12000, 9000)
+WHERE scope = 'attack' AND key = 'deep';
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
+-- over 64 MB as jsonb, though its text is far within 256 MB: refused
+SELECT idem_row_storable(to_jsonb(repeat('z', 64 * 1024 * 1024)), NULL, NULL) AS at_64mb_string,
+       idem_row_storable(jsonb_build_array(repeat('z', 64 * 1024 * 1024 - 64)), NULL, NULL) AS just_within;
+-- the response of a key made final by the attempts limit carries the last
+-- response one level down: left out when that puts an item at level 17
+BEGIN;
+SELECT outcome FROM idem_claim('tries', NULL, 'attack');
+SELECT idem_fail('tries', 'attack', NULL, 502, pg_temp.nested(16, 9000), true);
+COMMIT;
+SELECT outcome, status, jsonb_typeof(response->'last_response') AS last_response, response->>'last_response_omitted' AS why
+FROM idem_claim('tries', NULL, 'attack', max_attempts => 1);
+DELETE FROM idempotency_keys WHERE scope = 'attack';

@@ -388,7 +388,8 @@ JsonbOfText(const char *text)
  * The response a key made final by the attempts limit keeps: what it says,
  * the counts, and the last attempt's response (the failure it stored; null
  * for a holder whose lease ran out).  A last response too long to store
- * with the rest around it (input.c) is left out, and the response says so:
+ * with the rest around it (input.c: its text, or its depth one level
+ * down) is left out, and the response says so:
  * the key must become final whatever its last attempt stored.  The last
  * response is embedded as stored (JsonbObjectOf), not printed and parsed
  * back: its text can be 13,000 times its size (a number of 10 bytes prints
@@ -411,6 +412,9 @@ ExhaustedResponse(const IdemRow *row, int32 max_attempts)
 	{
 		values[3] = DatumGetJsonbP(row->response);
 		response = JsonbObjectOf(4, keys, values);
+		/* the whole judged as the SQL edition judges it: one level deeper, and larger */
+		if (!IdemResponseFitsIn(JsonbPGetDatum(response), 0))
+			response = NULL;
 	}
 	if (response == NULL)
 	{

@@ -147,6 +147,25 @@ IdemErrdetailKey(text *key, text *scope)
 /* Below this many bytes (uncompressed) a jsonb's text is surely short enough */
 #define IDEM_RESPONSE_CHECK_BYTES	8192
 
+/*
+ * Above IDEM_RESPONSE_CHECK_BYTES, the deepest a response may hold an item
+ * (the number of containers around it, as jsonpath's .** levels count
+ * them): the SQL edition counts a response's text through jsonpath, which
+ * copies a key's value for each level above it, and refuses one nested
+ * deeper; both refuse the same rows, so that a dump of either restores
+ * into the other (one row its CHECK refused would fail the COPY of the
+ * whole table).
+ */
+#define IDEM_MAX_RESPONSE_DEPTH	16
+
+/*
+ * The largest response, in bytes uncompressed: the SQL edition's walk holds
+ * arrays of a response's items, which jsonpath builds of at most 2^24
+ * (each item takes a 4-byte entry, so a response within this has fewer).
+ * Refused by both, for the same reason as the depth.
+ */
+#define IDEM_MAX_RESPONSE_BYTES	(64 * 1024 * 1024)
+
 /* At least as many bytes as jsonb_out writes for a scalar */
 static Size
 ScalarTextBound(JsonbValue *v)
@@ -175,8 +194,10 @@ ScalarTextBound(JsonbValue *v)
 
 /*
  * Would the response's text form be longer than IDEM_MAX_RESPONSE_TEXT
- * less extra bytes?  Counted without writing it, and without counting
- * further than that.
+ * less extra bytes, or is it above IDEM_RESPONSE_CHECK_BYTES and nested
+ * deeper than IDEM_MAX_RESPONSE_DEPTH, or larger than
+ * IDEM_MAX_RESPONSE_BYTES?  Counted without writing it, and
+ * without counting further than that.
  */
 static bool
 ResponseTooLong(Datum response, Size extra)
@@ -186,15 +207,27 @@ ResponseTooLong(Datum response, Size extra)
 	JsonbValue	v;
 	JsonbIteratorToken tok;
 	Size		len = 0;
+	int			open = 0;		/* containers around the next item */
 
 	if (toast_raw_datum_size(response) <= IDEM_RESPONSE_CHECK_BYTES)
 		return false;
+	if (toast_raw_datum_size(response) > IDEM_MAX_RESPONSE_BYTES)
+		return true;
 	jb = DatumGetJsonbP(response);
+	if (JB_ROOT_IS_SCALAR(jb))
+		open = -1;				/* a scalar's pseudo-array is no level */
 	it = JsonbIteratorInit(&jb->root);
 	while (len <= IDEM_MAX_RESPONSE_TEXT - extra &&
 		   (tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
 	{
 		CHECK_FOR_INTERRUPTS();
+		if ((tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT || tok == WJB_VALUE || tok == WJB_ELEM) &&
+			open > IDEM_MAX_RESPONSE_DEPTH)
+			return true;
+		if (tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT)
+			open++;
+		else if (tok == WJB_END_ARRAY || tok == WJB_END_OBJECT)
+			open--;
 		len += 2;				/* brackets, ", ", ": " */
 		if (tok == WJB_KEY || tok == WJB_VALUE || tok == WJB_ELEM)
 			len += ScalarTextBound(&v);
@@ -224,9 +257,10 @@ IdemCheckResponse(Datum response, text *key, text *scope)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("response is too large to store"),
-				 errdetail("The response for key \"%s\" in scope \"%s\" is longer than %d MB as text; pg_dump writes each row in one piece of at most 1 GB.",
+				 errdetail("The response for key \"%s\" in scope \"%s\" is longer than %d MB as text or %d MB as jsonb, or larger than %d kB and nested more than %d levels deep; pg_dump writes each row in one piece of at most 1 GB.",
 						   IdemKeyForMessage(key), IdemKeyForMessage(scope),
-						   IDEM_MAX_RESPONSE_TEXT / (1024 * 1024)),
+						   IDEM_MAX_RESPONSE_TEXT / (1024 * 1024), IDEM_MAX_RESPONSE_BYTES / (1024 * 1024),
+						   IDEM_RESPONSE_CHECK_BYTES / 1024, IDEM_MAX_RESPONSE_DEPTH),
 				 errhint("Store a reference to the body, or a digest of it, instead.")));
 }
 

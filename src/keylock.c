@@ -193,6 +193,8 @@ Datum
 idem_key_lock(PG_FUNCTION_ARGS)
 {
 	int32		mode = PG_GETARG_INT32(2);
+	int64		id;
+	bool		got;
 
 	/*
 	 * Only for the statement a claim routes on Citus: on a plain server a
@@ -210,9 +212,29 @@ idem_key_lock(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid key lock mode %d", mode),
 				 errhint("The mode is 0 (wait), 1 (try) or 2 (probe).")));
-	PG_RETURN_BOOL(LockKeyHere(mode == 0 ? IDEM_STMT_LOCK_KEY :
-							   mode == 1 ? IDEM_STMT_TRY_LOCK_KEY : IDEM_STMT_PROBE_LOCK_KEY,
-							   IdemKeyLockId(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1))));
+	id = IdemKeyLockId(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1));
+	if (mode == 2)
+		PG_RETURN_BOOL(LockKeyHere(IDEM_STMT_PROBE_LOCK_KEY, id));
+
+	/*
+	 * Counted with the claims' own, and held at most KEY_LOCKS_MAX a
+	 * transaction: a claim routes no more (past them it takes none), so a
+	 * call past them is not a claim's, and would fill the shared lock
+	 * table.
+	 */
+	KeyLocksSync();
+	if (KeyLockIndex(id) >= 0)
+		PG_RETURN_BOOL(true);
+	if (key_locks >= KEY_LOCKS_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many key locks in this transaction"),
+				 errdetail("A transaction holds at most %d key locks; claims past them take none.",
+						   KEY_LOCKS_MAX)));
+	got = LockKeyHere(mode == 0 ? IDEM_STMT_LOCK_KEY : IDEM_STMT_TRY_LOCK_KEY, id);
+	if (got)
+		key_lock_ids[key_locks++] = id;
+	PG_RETURN_BOOL(got);
 }
 
 /*

@@ -607,8 +607,8 @@ BEGIN
                 stmt_ran := true;
                 IF resp IS NOT NULL AND NOT _IDEM_SCHEMA_.idem_row_storable(resp, NULL::pg_catalog.text, NULL::pg_catalog.bytea) THEN
                     RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = 'response is too large to store',
-                        DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text; pg_dump writes each row in one piece of at most 1 GB.',
-                                                   key, scope, 256),
+                        DETAIL = pg_catalog.format('The response for key "%s" in scope "%s" is longer than %s MB as text or %s MB as jsonb, or larger than %s kB and nested more than %s levels deep; pg_dump writes each row in one piece of at most 1 GB.',
+                                                   key, scope, 256, 64, 8, 16),
                         HINT = 'Store a reference to the body, or a digest of it, instead.';
                 END IF;
                 --@ next_token VAR=new_token SEQ=_IDEM_SCHEMA_.idempotency_token_seq

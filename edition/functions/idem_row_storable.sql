@@ -17,10 +17,14 @@
  * key, element and container takes a 4-byte header or entry, and counts 9
  * at most besides its strings and numbers): 6 S + N <= 256 MB, true.  Else
  * the count itself, by jsonpath (each key by .keyvalue(), which copies its
- * value: at most 16 times S, for a response nested at most 16 deep); a
- * response nested deeper: its text's length, printed, when that costs at
- * most 16 times S (N <= 10 S), else false, where the C build may take it
- * (docs/managed.md, "response size").
+ * value: at most 16 times S).  A response over 8192 bytes uncompressed
+ * that holds an item below 16 levels of containers is refused, first, as
+ * the C build refuses it (IDEM_MAX_RESPONSE_DEPTH): so both builds take
+ * the same rows, and a dump of either restores into the other (one row
+ * the CHECK refused fails the COPY of the whole table), and so is one
+ * over 64 MB uncompressed (IDEM_MAX_RESPONSE_BYTES): the walk holds
+ * arrays of its items, which jsonpath builds of at most 2^24 (XX000
+ * past), and such a response has fewer (each item takes a 4-byte entry).
  *
  * It keeps its SET clause, though the CHECK calls it for every write of a
  * key (a call with a SET clause costs more than its work): without it, it
@@ -73,18 +77,28 @@ BEGIN
                                 AND pg_catalog.pg_column_compression(response) IS NULL) THEN
             RETURN true;
         END IF;
-        /* its size uncompressed: a copy (jsonb_path_query_first builds one, in linear time) */
-        IF pg_catalog.pg_column_compression(whole) IS NOT NULL THEN
-            whole := pg_catalog.jsonb_path_query_first(whole, '$');
-        END IF;
-        size := pg_catalog.pg_column_size(whole);
         /*
-         * The counts below hold jsonb arrays of the response's items
-         * (numbers, types, strings, keys), 100 to 250 bytes an item in a
-         * backend's memory, and jsonpath builds no array of more than 2^24
-         * items (XX000): a response of more than 16.7 million items (64 MB
-         * at least) fails, where the C build takes it when its text is
-         * within 256 MB (docs/managed.md, "response size").
+         * its size uncompressed, as the C build reads it (the raw size, with
+         * its header; a value stored out of line uncompressed reports its
+         * size without): a copy (jsonb_path_query_first builds one, in
+         * linear time)
+         */
+        whole := pg_catalog.jsonb_path_query_first(whole, '$');
+        size := pg_catalog.pg_column_size(whole);
+        IF size OPERATOR(pg_catalog.<=) 8192 THEN
+            RETURN true;
+        END IF;
+        IF size OPERATOR(pg_catalog.>) 67108864 THEN
+            RETURN false;
+        END IF;
+        /* an item at level 17: refused (the walk below stops there) */
+        IF pg_catalog.jsonb_path_exists(whole, 'strict $.**{17}') THEN
+            RETURN false;
+        END IF;
+        /*
+         * The counts below hold arrays of the response's items (numbers,
+         * types, strings, keys), 100 to 250 bytes an item in a backend's
+         * memory.
          */
         /* numeric_out's length: a sign, the digits before the point (0: one), the point and the scale's digits */
         FOR n IN SELECT v::numeric FROM pg_catalog.jsonb_array_elements(pg_catalog.jsonb_path_query_array(whole, 'strict $.** ? (@.type() == "number")')) v LOOP
@@ -116,7 +130,7 @@ BEGIN
         IF ((6 OPERATOR(pg_catalog.*) size) OPERATOR(pg_catalog.+) numbers) OPERATOR(pg_catalog.<=) max_text THEN
             RETURN true;
         END IF;
-        IF NOT pg_catalog.jsonb_path_exists(whole, 'strict $.**{17}') THEN
+        BEGIN
             /* the count: items by type, then the strings' and keys' escaped lengths */
             SELECT COALESCE(pg_catalog.sum(c.n) FILTER (WHERE c.t OPERATOR(pg_catalog.=) ANY ('{object,array}')), 0),
                    COALESCE(pg_catalog.sum(c.n) FILTER (WHERE c.t OPERATOR(pg_catalog.<>) ALL ('{object,array}')), 0),
@@ -158,11 +172,7 @@ BEGIN
             counted := (counted OPERATOR(pg_catalog.+) numbers) OPERATOR(pg_catalog.+) (5 OPERATOR(pg_catalog.*) booleans);
             counted := counted OPERATOR(pg_catalog.+) (4 OPERATOR(pg_catalog.*) nulls);
             RETURN counted OPERATOR(pg_catalog.<=) max_text;
-        END IF;
-        IF numbers OPERATOR(pg_catalog.>) (10 OPERATOR(pg_catalog.*) size) THEN
-            RETURN false;
-        END IF;
-        RETURN pg_catalog.octet_length(whole::pg_catalog.text) OPERATOR(pg_catalog.<=) max_text;
+        END;
     END;
 END
 $idem_row_storable$;

@@ -1358,6 +1358,18 @@ else
 	detail "$OUT/tenants-setup.log"
 fi
 
+# 13a. idem_key_lock(), which claims route to a key's node, holds at most
+# the 64 key locks a transaction takes: a tenant calling it itself on a
+# worker cannot fill the shared lock table (before: 18,176 locks held, then
+# "out of shared memory" for every session of that node).
+out=$(q worker1 -At -U tenant_a -c "DO \$\$ BEGIN FOR i IN 1 .. 65 LOOP PERFORM idem_key_lock('tenant_a', 'l' || i, 0); END LOOP; END \$\$" 2>&1)
+held=$(q worker1 -At -U tenant_a -c "BEGIN" -c "SELECT count(*) FILTER (WHERE idem_key_lock('tenant_a', 'm' || i, 1)) FROM generate_series(1, 64) i" -c "ROLLBACK" 2>&1)
+if [[ $out == *"too many key locks in this transaction"* ]] && [ "$held" = 64 ]; then
+	ok "citus/key-lock-cap (idem_key_lock called by a tenant on a worker: 64 held, the 65th refused, 54000)"
+else
+	notok citus/key-lock-cap "want the 65th refused and 64 taken; got: $out / $held"
+fi
+
 # 13b. ALTER EXTENSION idempotency UPDATE from 0.2.0 on a cluster that
 # distributed the keys as 0.2.0's README said, in a database of its own on
 # every node (the checks above keep theirs; the logs check below sees this

@@ -1,8 +1,8 @@
 -- test/edition/keys-every-state.sql: the database migrate.sh and
 -- migrate-tle.sh move between the editions: keys in every state (live
 -- with a recovery point, stale, completed, failed retryable, failed
--- final, a tenant's own row of token 0), the application's table, a
--- tenant policy (role mv_tenant).
+-- final, a tenant's own row of token 0, a response nested 16 deep), the
+-- application's table, a tenant policy (role mv_tenant).
 -- Run after CREATE EXTENSION, as a role that may create policies on
 -- idempotency_keys.
 CREATE TABLE payments (id bigserial PRIMARY KEY, key text, amount numeric);
@@ -22,6 +22,13 @@ SELECT idem_fail('final', 'm2', (SELECT token FROM idem_lookup('final', 'm2')), 
 -- like the edition's key-lock probes' (a restore's COPY writes it back)
 INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at)
 VALUES ('m2', E'\x01lock 12345', 'completed', 0, now(), now(), now() + interval '1 day');
+-- a response at the edge of what both editions' CHECK takes: over 8 kB,
+-- an item at level 16, numbers that print 13,000 times their size
+BEGIN;
+SELECT outcome FROM idem_claim('deep', NULL, 'm2');
+SELECT idem_complete('deep', 200, (repeat('[', 15) || '[' || repeat('"xxxxxxxxxx",', 900) || repeat('1e131000,', 40) || '0]'
+                                   || repeat(']', 15))::jsonb, 'm2');
+COMMIT;
 SELECT pg_sleep(1.2);
 ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
 ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY;

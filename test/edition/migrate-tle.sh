@@ -149,11 +149,11 @@ policies() {
 	                     WHERE c.oid = 'idempotency_keys'::regclass ORDER BY p.polname"
 }
 secret() { q postgres "$1" -c "SELECT count(*), string_agg(encode(secret, 'hex'), ',') FROM idempotency_key_lock_secret"; }
-# what a source must show before it is moved: six keys, the sequence, one
+# what a source must show before it is moved: seven keys, the sequence, one
 # payment; two policies, row level security enabled and forced; one secret
 source_shown() {
 	local name=$1 st=$2 pol=$3
-	if [ "$(printf '%s\n' "$st" | wc -l)" -eq 8 ] && [[ $st != *ERROR* ]] &&
+	if [ "$(printf '%s\n' "$st" | wc -l)" -eq 9 ] && [[ $st != *ERROR* ]] &&
 		[ "$(printf '%s\n' "$pol" | grep -c '^t|t|')" -eq 2 ] && [[ $pol != *ERROR* ]]; then
 		return 0
 	fi

@@ -8,9 +8,10 @@
  *    and as text); every other kind, and SQL NULL (no request), under the
  *    same key is IK001.  Spellings of one document (key order, spacing,
  *    number notation) are one request.
- * 2. Depth and size: requests and responses nested 1,000 and 10,000 deep,
- *    and 10 MB each way, round trip and replay equal; a one-byte or
- *    one-level difference is IK001.  (PostgreSQL's own jsonb input refuses
+ * 2. Depth and size: requests nested 1,000 and 10,000 deep, responses 16
+ *    deep (over 8 kB, deeper is refused, 54000: each edition restores the
+ *    other's rows), and 10 MB each way, round trip and replay equal; a
+ *    one-byte or one-level difference is IK001.  (PostgreSQL's own jsonb input refuses
  *    100,000 levels with 54001 before the extension sees the value.)
  * 3. Impossible transitions: complete twice, complete after fail, fail
  *    after complete, fail twice, heartbeat / checkpoint / release of a
@@ -21,9 +22,10 @@
  *    stored row (as text, every column) is the same afterwards.
  * 4. A batch answers with at most 256 MB of stored responses and recovery
  *    points (its rows are kept until its last key is claimed; recovery
- *    points: test/t/070_memory.pl): three claims of a key whose
- *    stored response is 100 MB (compressed to a few hundred kB) are 54000,
- *    two are answered, as is each claim on its own.
+ *    points: test/t/070_memory.pl): five claims of a key whose
+ *    stored response is 60 MB (compressed to a few hundred kB; a response
+ *    over 64 MB as jsonb is refused) are 54000, four are answered, as is
+ *    each claim on its own.
  *
  * A processing claim "made by another transaction" is needed for IK005; a
  * pgTAP file is one transaction, so it is inserted directly, as a
@@ -39,7 +41,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(88);
+SELECT plan(90);
 
 /* ---- helpers ---- */
 
@@ -140,22 +142,28 @@ SELECT is((SELECT outcome FROM idem_claim('kind-23', '{"items":[{"qty":2.0,"sku"
 SELECT (repeat('[', 1000) || '1' || repeat(']', 1000)) AS deep_array,
        (repeat('{"a": ', 1000) || '"x"' || repeat('}', 1000)) AS deep_object,
        (repeat('[', 999) || '1' || repeat(']', 999)) AS less_deep,
-       (repeat('{"k": [', 5000) || 'null' || repeat(']}', 5000)) AS deeper \gset
+       (repeat('{"k": [', 5000) || 'null' || repeat(']}', 5000)) AS deeper,
+       (repeat('{"a": ', 15) || to_jsonb(repeat('x', 9000))::text || repeat('}', 15)) AS deep_16 \gset
 
 SELECT is((SELECT outcome FROM idem_claim('deep-array', :'deep_array'::jsonb, 'bad')), 'new',
           'a request nested 1,000 arrays deep claims new');
-SELECT lives_ok(format('SELECT idem_complete(%L, 200, %L::jsonb, %L)', 'deep-array', :'deep_object', 'bad'),
-                'a response nested 1,000 objects deep is stored');
-SELECT is((SELECT outcome || ' ' || (response = :'deep_object'::jsonb)::text
+SELECT throws_ok(format('SELECT idem_complete(%L, 200, %L::jsonb, %L)', 'deep-array', :'deep_object', 'bad'),
+                 '54000', NULL,
+                 'a response over 8 kB nested 1,000 objects deep is refused (54000): each edition restores the other''s rows');
+SELECT lives_ok(format('SELECT idem_complete(%L, 200, %L::jsonb, %L)', 'deep-array', :'deep_16', 'bad'),
+                'a response over 8 kB nested 16 deep is stored');
+SELECT is((SELECT outcome || ' ' || (response = :'deep_16'::jsonb)::text
            FROM idem_claim('deep-array', :'deep_array'::jsonb, 'bad')),
           'replay true', 'the deep request replays the deep response, equal');
 SELECT throws_ok(format('SELECT idem_claim(%L, %L::jsonb, %L)', 'deep-array', :'less_deep', 'bad'), 'IK001', NULL,
                  'one level less is a different request');
 SELECT is((SELECT outcome FROM idem_claim('deeper', :'deeper'::jsonb, 'bad')), 'new',
           'a request nested 10,000 deep (objects and arrays) claims new');
-SELECT lives_ok(format('SELECT idem_complete(%L, 200, %L::jsonb, %L)', 'deeper', :'deeper', 'bad'),
-                'a response nested 10,000 deep is stored');
-SELECT is((SELECT outcome || ' ' || (response::text = :'deeper'::jsonb::text)::text
+SELECT throws_ok(format('SELECT idem_complete(%L, 200, %L::jsonb, %L)', 'deeper', :'deeper', 'bad'),
+                 '54000', NULL, 'a response nested 10,000 deep is refused (54000), not the stack''s 54001');
+SELECT lives_ok(format('SELECT idem_complete(%L, 200, %L::jsonb, %L)', 'deeper', :'deep_16', 'bad'),
+                'the key is completed with another response');
+SELECT is((SELECT outcome || ' ' || (response::text = :'deep_16'::jsonb::text)::text
            FROM idem_claim('deeper', :'deeper'::jsonb, 'bad')),
           'replay true', 'and replays equal');
 SELECT throws_ok($$SELECT idem_claim('deepest', (repeat('[', 100000) || ']' || repeat(']', 99999))::jsonb, 'bad')$$,
@@ -263,13 +271,13 @@ SELECT * FROM pg_temp.refused($$SELECT idem_resolve('never', 'bad', 'release')$$
 
 /* 4. a batch's answers: at most 256 MB of stored responses */
 SELECT token AS big_token FROM idem_claim('t-big', NULL, 'bad') \gset
-SELECT lives_ok(format($$SELECT idem_complete('t-big', 200, jsonb_build_object('body', repeat('a', 100 * 1024 * 1024)), 'bad', %s)$$, :big_token),
-                'fixture: t-big completed with a 100 MB response');
-SELECT throws_ok($$SELECT count(*) FROM idem_claim_batch(array_fill('t-big'::text, ARRAY[3]), scope => 'bad')$$,
+SELECT lives_ok(format($$SELECT idem_complete('t-big', 200, jsonb_build_object('body', repeat('a', 60 * 1024 * 1024)), 'bad', %s)$$, :big_token),
+                'fixture: t-big completed with a 60 MB response');
+SELECT throws_ok($$SELECT count(*) FROM idem_claim_batch(array_fill('t-big'::text, ARRAY[5]), scope => 'bad')$$,
                  '54000', NULL, 'a batch answering 300 MB of stored responses is 54000');
-SELECT is((SELECT count(*) FILTER (WHERE outcome = 'replay' AND length(response->>'body') = 100 * 1024 * 1024)
-             FROM idem_claim_batch(array_fill('t-big'::text, ARRAY[2]), scope => 'bad')),
-          2::bigint, 'a batch answering 200 MB of stored responses replays both');
+SELECT is((SELECT count(*) FILTER (WHERE outcome = 'replay' AND length(response->>'body') = 60 * 1024 * 1024)
+             FROM idem_claim_batch(array_fill('t-big'::text, ARRAY[4]), scope => 'bad')),
+          4::bigint, 'a batch answering 240 MB of stored responses replays them all');
 
 SELECT * FROM finish();
 ROLLBACK;

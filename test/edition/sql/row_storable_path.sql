@@ -58,9 +58,9 @@ DROP SCHEMA hostile CASCADE;
 -- it: 16,000 of them print as 262 MB: storable; 16,400, 268.7 MB: not;
 -- 16,380, 268,419,060 characters, the C build's count 268,419,064, within
 -- 256 MB (268,435,456): storable, counted by type (its numbers' lengths,
--- the rest within 6 times its size of the limit).  The same nested 17 deep
--- (.keyvalue() would copy it 17 times): not storable, where the C build
--- takes it (docs/managed.md, "response size").
+-- the rest within 6 times its size of the limit).  The same nested 17 deep:
+-- not storable, in both builds (an item below 16 levels of containers, in
+-- a response over 8 kB: sql/response_dump_size.sql).
 SELECT k, depth, pg_column_size(r) < 250000 AS short_stored, idem_row_storable(r, NULL, NULL) AS storable
   FROM (VALUES (16000, 0), (16400, 0), (16380, 0), (16380, 17)) AS t(k, depth),
        LATERAL (WITH RECURSIVE d(i, r) AS (
