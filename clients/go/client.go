@@ -71,8 +71,10 @@ type Claim struct {
 	Outcome Outcome
 	// Token is the fencing token (New and Reclaimed only; 0 otherwise).
 	Token int64
-	// ResponseCode is the stored status (OutcomeReplay).
+	// ResponseCode is the stored status (OutcomeReplay; 0 when none was stored).
 	ResponseCode int
+	// Status is the row's status: "completed" or "failed" for a replay.
+	Status string
 	// Response is the stored response as PostgreSQL's jsonb text (Replay;
 	// nil when none was stored): send these bytes.
 	Response []byte
@@ -84,7 +86,7 @@ type Claim struct {
 	RecoveryPoint string
 }
 
-const claimSQL = `SELECT outcome::text, coalesce(token, 0), coalesce(response_code, 0), response::text,
+const claimSQL = `SELECT outcome::text, coalesce(token, 0), coalesce(response_code, 0), coalesce(status::text, ''), response::text,
        coalesce(recovery_point, ''), coalesce(ceil(extract(epoch FROM retry_after))::int, 1)
 FROM idem_claim($1, $2::text::jsonb, $3,
                 lease => make_interval(secs => $4::float8),
@@ -124,7 +126,7 @@ func ClaimKey(ctx context.Context, q Queryer, key string, request []byte, scope 
 	var outcome string
 	var response sql.NullString
 	err := q.QueryRowContext(ctx, claimSQL, key, text(request), scope, lease, opts.Wait, secs(opts.AwaitResult)).
-		Scan(&outcome, &c.Token, &c.ResponseCode, &response, &c.RecoveryPoint, &c.RetryAfter)
+		Scan(&outcome, &c.Token, &c.ResponseCode, &c.Status, &response, &c.RecoveryPoint, &c.RetryAfter)
 	if err != nil {
 		return nil, wrap(err)
 	}

@@ -501,8 +501,13 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 	case OutcomeReplay:
 		c.rollback()
 		code := claim.ResponseCode
-		if code == 0 { // a key completed without a status (by SQL): 200
+		if code == 0 {
+			// no stored status: a key completed by SQL is a success; a failed
+			// one (idem_fail without a code, attempts_exhausted) is not
 			code = http.StatusOK
+			if claim.Status == "failed" {
+				code = http.StatusInternalServerError
+			}
 		}
 		rp.send(w, ObservedReplay, code, nil, func() { writeStored(w, code, claim.Response, true) })
 		return
@@ -567,7 +572,9 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	stored, err := m.complete(c, res)
 	if err != nil {
-		c.rollback()
+		// as a handler that failed: rolled back, a committed claim recorded
+		// failed and retryable
+		m.failed(c)
 		rp.error(w, err)
 		return
 	}
@@ -600,6 +607,12 @@ func (m *Middleware) complete(c *Claimed, res *result) ([]byte, error) {
 		tok = c.token
 	}
 	stored, err := Complete(c.ctx, tx, c.key, res.code, res.body, c.scope, tok)
+	var e *Error
+	if errors.As(err, &e) && (errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrInvalidKey)) {
+		// a class 22 here is the handler's answer refused (a \u0000 in a
+		// string: 22P05): the server's fault, 500, not the request's, 400
+		err = &Error{PQ: e.PQ}
+	}
 	if err == nil {
 		err = wrap(tx.Commit())
 		c.tx = nil

@@ -499,3 +499,72 @@ func TestIsJSON(t *testing.T) {
 		}
 	}
 }
+
+// A key stored without a status is replayed 500 when it failed (idem_fail
+// without a code; attempts_exhausted after it), 200 when completed (by SQL).
+func TestMiddlewareReplayWithoutStatus(t *testing.T) {
+	db := testDB(t)
+	hooks := &hookLog{}
+	srv := httptest.NewServer(New(db, OnOutcome(hooks.record)).Handler(http.HandlerFunc(pay)))
+	defer srv.Close()
+	body := `{"order":"nc","amount":3}`
+	failed, done := newKey(t), newKey(t)
+	var token int64
+	if err := db.QueryRow(`SELECT token FROM idem_claim($1, $2::jsonb, '', lease => '30 s')`, failed, body).Scan(&token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`SELECT idem_fail($1, '', $2, NULL, NULL, false)`, failed, token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`SELECT idem_claim($1, $2::jsonb), idem_complete($1, NULL, NULL)`, done, body); err != nil {
+		t.Fatal(err)
+	}
+	r1, b1 := post(t, srv.URL, failed, body)
+	if r1.StatusCode != 500 || r1.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("failed key: %d %v %s", r1.StatusCode, r1.Header, b1)
+	}
+	r2, b2 := post(t, srv.URL, done, body)
+	if r2.StatusCode != 200 || r2.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("completed key: %d %v %s", r2.StatusCode, r2.Header, b2)
+	}
+	if got := hooks.outcomes(); got != "replay:Internal Server Error replay:OK" {
+		t.Fatalf("hook: %s", got)
+	}
+}
+
+// An answer idem_complete refuses (\u0000 in a string: 22P05) is the
+// server's fault: 500, not 400.  The claim is undone: in a transaction
+// rolled back (the key free), a committed one recorded failed, retryable.
+func TestMiddlewareRefusedAnswerIs500(t *testing.T) {
+	db := testDB(t)
+	hooks := &hookLog{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		FromContext(r.Context()).Respond(http.StatusCreated, []byte(`{"note":"a\u0000b"}`))
+	})
+	m := New(db, CommittedWhen(func(r *http.Request) bool { return r.URL.Query().Get("mode") == "card" }),
+		OnOutcome(hooks.record))
+	srv := httptest.NewServer(m.Handler(h))
+	defer srv.Close()
+	for _, mode := range []string{"tx", "card"} {
+		key := newKey(t)
+		resp, b := post(t, srv.URL+"?mode="+mode, key, `{"order":"nul","amount":1}`)
+		var p map[string]any
+		if resp.StatusCode != 500 || json.Unmarshal(b, &p) != nil || p["status"] != float64(500) {
+			t.Fatalf("%s: %d %s", mode, resp.StatusCode, b)
+		}
+		var status sql.NullString
+		err := db.QueryRow("SELECT status FROM idempotency_keys WHERE key = $1", key).Scan(&status)
+		if mode == "tx" && err != sql.ErrNoRows {
+			t.Fatalf("tx: the key is left: %v %v", status, err)
+		}
+		if mode == "card" && (err != nil || status.String != "failed") {
+			t.Fatalf("card: the key is %v (%v), not failed", status, err)
+		}
+	}
+	if got := hooks.outcomes(); got != "error:Internal Server Error error:Internal Server Error" {
+		t.Fatalf("hook: %s", got)
+	}
+	if e := hooks.events[0]; e.SQLState != "22P05" {
+		t.Fatalf("event %+v", e)
+	}
+}
