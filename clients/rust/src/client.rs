@@ -66,6 +66,8 @@ pub struct Claim {
     pub token: Option<i64>,
     /// The stored status code (`replay`).
     pub response_code: Option<i32>,
+    /// The row's status (`completed` or `failed` for a replay).
+    pub status: Option<String>,
     /// The stored response as PostgreSQL's `jsonb` text (`replay`): send these bytes.
     pub response: Option<String>,
     /// Seconds until a retry may succeed, rounded up, at least 1 (`in_progress`).
@@ -102,7 +104,7 @@ fn secs(d: Option<Duration>) -> Option<f64> {
 
 const CLAIM_SQL: &str = "\
 SELECT outcome::text, token, response_code, response::text, recovery_point,
-       coalesce(ceil(extract(epoch FROM retry_after))::int, 1)
+       coalesce(ceil(extract(epoch FROM retry_after))::int, 1), status::text
 FROM idem_claim($1, $2::text::jsonb, $3,
                 lease => make_interval(secs => $4::float8),
                 wait => $5,
@@ -136,6 +138,7 @@ pub async fn claim<C: GenericClient + Sync>(
         outcome,
         token: row.get(1),
         response_code: row.get(2),
+        status: row.get(6),
         response: row.get(3),
         retry_after_secs: retry.max(1) as u32,
         recovery_point: row.get(4),

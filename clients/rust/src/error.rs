@@ -45,7 +45,7 @@ pub enum Error {
 /// A database error the extension raised: the driver's error and its SQLSTATE.
 #[derive(Debug)]
 pub struct DbFailure {
-    error: tokio_postgres::Error,
+    pub(crate) error: tokio_postgres::Error,
 }
 
 impl DbFailure {

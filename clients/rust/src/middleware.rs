@@ -818,7 +818,12 @@ where
     match claim.outcome {
         Outcome::Replay => {
             tx.rollback().await;
-            let code = claim.response_code.unwrap_or(200);
+            // no stored status: a key completed by SQL is a success; a failed
+            // one (idem_fail without a code, attempts_exhausted) is not
+            let code = claim.response_code.unwrap_or(match claim.status.as_deref() {
+                Some("failed") => 500,
+                _ => 200,
+            });
             return report.send(Observed::Replay, stored(code, claim.response, true), None);
         }
         Outcome::InProgress | Outcome::Stale => {
@@ -876,21 +881,24 @@ where
         result.take()
     };
     let mut tx = shared.tx.lock().await;
+    // recorded failed, retryable: the next request with this key takes it
+    // over and finds the recovery point
+    let fail_retryable = || async {
+        match cfg.pool.get().await {
+            Ok(conn) => {
+                if let Err(e) = client::fail(&*conn, &key, &scope, claim.token, None, None, true).await {
+                    log::warn!("idem_fail of {key:?}: {e}");
+                }
+            }
+            Err(e) => log::warn!("idem_fail of {key:?}: {e}"),
+        }
+    };
     let Some((status, json)) = result else {
         // The handler failed and answered itself.
         tx.rollback().await;
         drop(tx);
         if committed {
-            // recorded failed, retryable: the next request with this key takes
-            // it over and finds the recovery point
-            match cfg.pool.get().await {
-                Ok(conn) => {
-                    if let Err(e) = client::fail(&*conn, &key, &scope, claim.token, None, None, true).await {
-                        log::warn!("idem_fail of {key:?}: {e}");
-                    }
-                }
-                Err(e) => log::warn!("idem_fail of {key:?}: {e}"),
-            }
+            fail_retryable().await;
         }
         if answer.status().as_u16() < 400 {
             log::error!(
@@ -919,13 +927,21 @@ where
         Ok::<_, Error>(text)
     }
     .await;
-    match completed {
-        Ok(text) => report.send(observed, stored(i32::from(status.as_u16()), text, false), None),
-        Err(e) => {
-            tx.rollback().await;
-            report.error(&e)
-        }
+    let e = match completed {
+        Ok(text) => return report.send(observed, stored(i32::from(status.as_u16()), text, false), None),
+        // a class 22 here is the handler's answer refused (a \u0000 in a
+        // string: 22P05): the server's fault, 500, not the request's, 400
+        Err(Error::InvalidRequest(e) | Error::InvalidKey(e)) => Error::Database(e.error),
+        Err(e) => e,
+    };
+    // as a handler that failed: rolled back, a committed claim recorded
+    // failed and retryable
+    tx.rollback().await;
+    drop(tx);
+    if committed {
+        fail_retryable().await;
     }
+    report.error(&e)
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

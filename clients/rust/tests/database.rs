@@ -314,8 +314,9 @@ fn kept(k: &str) -> Claimed {
 /// Echoes the body's "n" through PostgreSQL in the claim's transaction;
 /// "fail": true answers 502 instead (the work failed); "hold": true waits
 /// for the test's Notify first; "keep": true keeps a clone of the claim
-/// ([`kept`]); "task_holds_tx": true hands a clone to a task that takes
-/// `tx()` and holds its guard until the test's Notify.
+/// ([`kept`]); "nul": true answers a body idem_complete refuses (22P05);
+/// "task_holds_tx": true hands a clone to a task that takes `tx()` and holds
+/// its guard until the test's Notify.
 async fn echo(Extension(gate): Extension<Arc<Notify>>, claim: Claimed) -> Response {
     let v: serde_json::Value = serde_json::from_slice(claim.body()).unwrap();
     if v["hold"] == true {
@@ -359,6 +360,10 @@ async fn echo(Extension(gate): Extension<Arc<Notify>>, claim: Claimed) -> Respon
             return claim.respond(StatusCode::CREATED, row.get::<_, String>(0));
         }
         claim.checkpoint("half-way").await.unwrap();
+    }
+    if v["nul"] == true {
+        // an answer jsonb refuses: \u0000 in a string (22P05)
+        return claim.respond(StatusCode::CREATED, r#"{"note": "a\u0000b"}"#.to_owned());
     }
     if v["fail"] == true {
         return Problem::new(StatusCode::BAD_GATEWAY, "Upstream failed", "Retry.")
@@ -680,4 +685,61 @@ async fn middleware_a_guard_a_task_held_when_its_handler_panicked_ends_the_trans
     // the task drops its TxGuard; the claim itself lives on (kept)
     gate.notify_one();
     settled_and_free(&app, &k).await;
+}
+
+#[tokio::test]
+async fn middleware_replay_of_a_key_stored_without_a_status() {
+    // failed without one (idem_fail with a NULL code; attempts_exhausted
+    // after it): 500, not 200; completed without one (by SQL): 200
+    let Some(pool) = pool() else { return };
+    let seen: Seen = Arc::default();
+    let app = app(pool.clone(), Arc::new(Notify::new()), seen.clone(), |l| l);
+    let (failed, done) = (key("nullcode-failed"), key("nullcode-done"));
+    let body = r#"{"n": 5}"#;
+    let conn = pool.get().await.unwrap();
+    let c = client::claim(&*conn, &failed, Some(body), "", &committed(30))
+        .await
+        .unwrap();
+    client::fail(&*conn, &failed, "", c.token, None, None, false)
+        .await
+        .unwrap();
+    conn.execute(
+        "SELECT idem_claim($1, $2::text::jsonb), idem_complete($1, NULL, NULL)",
+        &[&done, &body],
+    )
+    .await
+    .unwrap();
+    let a = send(&app, "/pay", &failed, &[], body, None).await;
+    assert_eq!((a.status, a.replayed), (500, true), "{}", a.text);
+    let b = send(&app, "/pay", &done, &[], body, None).await;
+    assert_eq!((b.status, b.replayed), (200, true), "{}", b.text);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![(Observed::Replay, 500), (Observed::Replay, 200)]
+    );
+}
+
+#[tokio::test]
+async fn middleware_an_answer_idem_complete_refuses_is_500() {
+    // the server's fault, not the request's (400); the claim is undone: in
+    // a transaction rolled back (the key free), a committed one recorded
+    // failed and retryable
+    let Some(pool) = pool() else { return };
+    let seen: Seen = Arc::default();
+    let app = app(pool.clone(), Arc::new(Notify::new()), seen.clone(), |l| l);
+    let conn = pool.get().await.unwrap();
+    for (path, left) in [("/pay", None), ("/card", Some("failed"))] {
+        let k = key("nul");
+        let r = send(&app, path, &k, &[], r#"{"n": 6, "nul": true}"#, None).await;
+        assert_eq!(r.status, 500, "{path}: {}", r.text);
+        let rows = conn
+            .query("SELECT status::text FROM idem_lookup($1, '')", &[&k])
+            .await
+            .unwrap();
+        assert_eq!(rows.first().map(|r| r.get::<_, String>(0)).as_deref(), left, "{path}");
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![(Observed::Error, 500), (Observed::Error, 500)]
+    );
 }
