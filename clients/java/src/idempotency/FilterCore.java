@@ -75,7 +75,7 @@ final class FilterCore<R> {
     Duration lease = Duration.ofSeconds(30);
     Duration heartbeatEvery;
     boolean waitForDuplicates = true;
-    Duration awaitResult = Duration.ZERO;
+    Duration awaitResult = Duration.ofSeconds(3); // null: the idempotency.await_result setting
     int maxBody = 64 * 1024;
     Set<String> methods = Set.of("POST", "PUT", "PATCH");
     Function<R, String> scope;
@@ -283,6 +283,14 @@ final class FilterCore<R> {
                     endTransaction(claimed.tx);
                 if (r.committed)
                     failRetryable(r, claim.token());
+                if (e.getSQLState() != null && e.getSQLState().startsWith("22")) {
+                    // the handler's answer refused as jsonb: the server's fault, not the request's
+                    System.err.println("idempotency: the handler's answer was refused: " + e.getMessage());
+                    Problem p = new Problem(500, "Internal error", "The request was not processed.");
+                    r.report(Event.Observed.ERROR, 500, e.getSQLState());
+                    send(ex, p);
+                    return;
+                }
                 sendError(ex, r, e);
                 return;
             }
@@ -345,8 +353,12 @@ final class FilterCore<R> {
 
     private void answerExisting(Exchange<R> ex, Request r, Idempotency.Claim claim) throws IOException {
         if (claim.outcome() == Idempotency.Outcome.REPLAY) {
-            r.report(Event.Observed.REPLAY, claim.responseCode(), null);
-            sendStored(ex, claim.responseCode(), claim.response(), true);
+            // no stored status: a key completed by SQL is a success; a failed
+            // one (idem_fail without a code, attempts_exhausted) is not
+            int code = claim.responseCode() != null ? claim.responseCode()
+                : "failed".equals(claim.status()) ? 500 : 200;
+            r.report(Event.Observed.REPLAY, code, null);
+            sendStored(ex, code, claim.response(), true);
             return;
         }
         Duration d = claim.retryAfter();

@@ -77,10 +77,15 @@ public final class Heartbeats implements AutoCloseable {
                 Held h = e.getKey();
                 try {
                     Idempotency.heartbeat(c, h.key(), h.scope(), h.token(), lease);
-                } catch (IdempotencyException lost) {
+                } catch (IdempotencyException.StaleToken | IdempotencyException.NotProcessing lost) {
                     // taken over (IK002) or settled (IK003): nothing left to renew
                     e.getValue().lost = true;
                     held.remove(h);
+                } catch (SQLException other) {
+                    // a failover (25006), a timeout, a lock: still held, renewed next time
+                    System.err.println("idempotency: heartbeat of " + h.key() + ": " + other.getMessage());
+                    if (!c.isValid(1))
+                        throw other;
                 }
             }
         } catch (SQLException e) {

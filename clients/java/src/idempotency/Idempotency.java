@@ -52,18 +52,21 @@ public final class Idempotency {
     /**
      * idem_claim.  lease: how long the claim holds without heartbeats
      * (matters for claims committed before the work); wait: whether a
-     * duplicate of an uncommitted claim waits for it.
+     * duplicate of an uncommitted claim waits for it.  A key in flight under
+     * another transaction's committed claim is waited for as the
+     * idempotency.await_result setting says (0 s unless set).
      */
     public static Claim claim(Connection c, String key, String requestJson, String scope, Duration lease,
                               boolean wait) throws SQLException {
-        return claim(c, key, requestJson, scope, lease, wait, Duration.ZERO);
+        return claim(c, key, requestJson, scope, lease, wait, null);
     }
 
     /**
      * idem_claim with await_result: a key in flight under another
      * transaction's committed claim is waited for, up to awaitResult (no
      * lock held), and its result replayed; IN_PROGRESS when the time runs
-     * out.  Duration.ZERO: the idempotency.await_result setting (0: no wait).
+     * out.  Duration.ZERO: no wait; null: the idempotency.await_result
+     * setting (0 s unless set).
      */
     public static Claim claim(Connection c, String key, String requestJson, String scope, Duration lease,
                               boolean wait, Duration awaitResult) throws SQLException {
@@ -73,7 +76,10 @@ public final class Idempotency {
             ps.setString(3, scope);
             ps.setDouble(4, lease.toMillis() / 1000.0);
             ps.setBoolean(5, wait);
-            ps.setDouble(6, awaitResult.toMillis() / 1000.0);
+            if (awaitResult == null)
+                ps.setNull(6, Types.DOUBLE); // make_interval(secs => NULL) is NULL: the setting
+            else
+                ps.setDouble(6, awaitResult.toMillis() / 1000.0);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 long token = rs.getLong(2);

@@ -51,6 +51,11 @@ public class IdempotencyException extends SQLException {
         InvalidKey(SQLException e) { super(e, 400); }
     }
 
+    /** IK006: row level security recorded but off.  HTTP 503. */
+    public static final class RowSecurityOff extends IdempotencyException {
+        RowSecurityOff(SQLException e) { super(e, 503); }
+    }
+
     /** 25006: read-only transaction or hot standby.  HTTP 503. */
     public static final class ReadOnly extends IdempotencyException {
         ReadOnly(SQLException e) { super(e, 503); }
@@ -66,6 +71,7 @@ public class IdempotencyException extends SQLException {
             case "IK003" -> new NotProcessing(e);
             case "IK004" -> new KeyNotFound(e);
             case "IK005" -> new TokenRequired(e);
+            case "IK006" -> new RowSecurityOff(e);
             case "22004", "22023" -> new InvalidKey(e);
             case "25006" -> new ReadOnly(e);
             default -> e;

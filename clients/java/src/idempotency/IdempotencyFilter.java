@@ -157,8 +157,9 @@ public final class IdempotencyFilter extends Filter {
 
     /**
      * How long a retry of a committed claim in flight waits for its result
-     * (idem_claim's await_result, no lock held) before answering 409 (0: the
-     * idempotency.await_result setting).
+     * (idem_claim's await_result, no lock held) before answering 409: 3 s
+     * unless set, Duration.ZERO not at all, null the idempotency.await_result
+     * setting (0 s unless set).
      */
     public IdempotencyFilter awaitResult(Duration d) {
         core.awaitResult = d;

@@ -64,7 +64,7 @@ public class Problem extends RuntimeException {
     /**
      * The answer for a database error: the extension's SQLSTATEs with their
      * statuses (IK001 422, a bad key or scope 400, IK002/IK003 409 with
-     * Retry-After, 25006 503 with Retry-After), another class 22 error 400
+     * Retry-After, IK006 and 25006 503 with Retry-After), another class 22 error 400
      * (jsonb refused the body), anything else 500 with no SQL in the body
      * (logged to stderr).
      */
@@ -77,6 +77,8 @@ public class Problem extends RuntimeException {
         if (t instanceof IdempotencyException.StaleToken || t instanceof IdempotencyException.NotProcessing)
             return new Problem(409, "This attempt lost its claim on the Idempotency-Key",
                 "Another attempt took the key over; retry to get its result.").header("Retry-After", "1");
+        if (t instanceof IdempotencyException.RowSecurityOff)
+            return new Problem(503, "Idempotency keys unavailable", "Retry later.").header("Retry-After", "1");
         if (t instanceof IdempotencyException.ReadOnly)
             return new Problem(503, "Database is read-only", "Retry later.").header("Retry-After", "1");
         if (t.getSQLState() != null && t.getSQLState().startsWith("22"))

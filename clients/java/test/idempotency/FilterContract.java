@@ -93,6 +93,7 @@ abstract class FilterContract {
      * IllegalStateException on its first run, "error" an AssertionError; "fail" records a recovery point
      * and throws a Problem, unless an earlier attempt left a recovery point;
      * else 201 with the time, the scope, the recovery point and the body read.
+     * A body with "nul" answers 201 with a body idem_complete refuses (22P05).
      * A body with "self" the handler answers by itself, before this: 202
      * {"self": run}.
      *
@@ -134,6 +135,11 @@ abstract class FilterContract {
             throw new IllegalStateException("the handler crashed (a test)");
         if (read.contains("\"error\"") && run == 1)
             throw new AssertionError("the handler failed with an Error (a test)");
+        if (read.contains("\"nul\"")) {
+            // an answer idem_complete refuses: \u0000 in a string (22P05)
+            claim.respond(201, "{\"note\": \"a\\u0000b\"}");
+            return run;
+        }
         if (read.contains("\"fail\"") && claim.recoveryPoint() == null) {
             claim.checkpoint("before-failure:" + claim.outcome());
             throw failure();
@@ -385,6 +391,10 @@ abstract class FilterContract {
         HttpResponse<String> again = send(post("/default", key, "{\"self\": 1}"));
         assertEquals("{\"self\": 2}", again.body()); // run again: the key was rolled back
         assertTrue(again.headers().firstValue("Idempotent-Replayed").isEmpty());
+        // reported after the handler's own answer went out (the JDK's server
+        // sends it as the handler writes): wait for the second event
+        for (int i = 0; i < 200 && observed(key).size() < 2; i++)
+            Thread.sleep(25);
         assertEquals(List.of(Event.Observed.NEW, Event.Observed.NEW), observed(key));
         assertEquals(202, events.get(key).get(0).status());
     }
@@ -538,5 +548,89 @@ abstract class FilterContract {
         } finally {
             pool().release(c);
         }
+    }
+
+    /** The key's status, or null when there is no such key. */
+    String statusOf(String key) throws SQLException {
+        Connection c = pool().borrow();
+        try (PreparedStatement ps = c.prepareStatement("SELECT status FROM idempotency_keys WHERE key = ?")) {
+            ps.setString(1, key);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        } finally {
+            pool().release(c);
+        }
+    }
+
+    /**
+     * A key stored without a status: replayed 500 when it failed (idem_fail
+     * without a code; attempts_exhausted after it), 200 when completed (by
+     * SQL); not a NullPointerException.
+     */
+    @Test
+    void aReplayOfAKeyStoredWithoutAStatus() throws Exception {
+        String failed = key();
+        String done = key();
+        Connection c = pool().borrow();
+        try {
+            Idempotency.Claim claim = Idempotency.claim(c, failed, "{}", "", Duration.ofSeconds(30), true);
+            Idempotency.fail(c, failed, "", claim.token(), null, null, false);
+            try (PreparedStatement ps = c.prepareStatement("SELECT idem_claim(?, '{}'), idem_complete(?, NULL, NULL)")) {
+                ps.setString(1, done);
+                ps.setString(2, done);
+                ps.execute();
+            }
+        } finally {
+            pool().release(c);
+        }
+        HttpResponse<String> a = send(post("/default", failed, "{}"));
+        assertEquals(500, a.statusCode(), a.body());
+        assertEquals("true", replayed(a));
+        HttpResponse<String> b = send(post("/default", done, "{}"));
+        assertEquals(200, b.statusCode(), b.body());
+        assertEquals("true", replayed(b));
+        assertEquals(500, events.get(failed).get(0).status());
+        assertEquals(List.of(Event.Observed.REPLAY), observed(failed));
+    }
+
+    /**
+     * An answer idem_complete refuses (\u0000 in a string: 22P05) is the
+     * server's fault: 500, not 400.  In a transaction the key is left free;
+     * a committed claim is recorded failed, retryable.
+     */
+    @Test
+    void anAnswerIdemCompleteRefusesIs500() throws Exception {
+        String key = key();
+        assertProblem(send(post("/default", key, "{\"nul\": 1}")), 500);
+        assertNull(statusOf(key));
+        String card = key();
+        assertProblem(send(post("/card", card, "{\"nul\": 1}")), 500);
+        assertEquals("failed", statusOf(card));
+        assertEquals(List.of(Event.Observed.ERROR), observed(key));
+        assertEquals(500, events.get(key).get(0).status());
+        assertEquals("22P05", events.get(key).get(0).sqlstate());
+    }
+
+    /** A retry of a committed claim in flight waits 3 s for its result by default, as in the other clients. */
+    @Test
+    void aRetryWaitsThreeSecondsByDefault() throws Exception {
+        String key = key();
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch go = new CountDownLatch(1);
+        holds.put(key, new CountDownLatch[] {entered, go});
+        CompletableFuture<HttpResponse<String>> first = sendAsync(post("/card", key, "{}"));
+        long waited;
+        try {
+            assertTrue(entered.await(60, TimeUnit.SECONDS));
+            long t0 = System.nanoTime();
+            HttpResponse<String> dup = send(post("/card", key, "{}"));
+            waited = System.nanoTime() - t0;
+            assertProblem(dup, 409);
+        } finally {
+            go.countDown();
+        }
+        assertTrue(waited >= Duration.ofMillis(2900).toNanos(), "the retry waited " + waited / 1_000_000 + " ms");
+        assertEquals(201, first.get(120, TimeUnit.SECONDS).statusCode());
     }
 }

@@ -5,9 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.Properties;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -54,6 +57,56 @@ class HeartbeatsTest {
                 Thread.sleep(100);
             assertTrue(handle.lost());
             handle.stop();
+        } finally {
+            pool.release(c);
+        }
+    }
+
+    /**
+     * A heartbeat that fails for another reason than a loss (25006: a
+     * read-only server, as after a failover to a standby) keeps the claim:
+     * not lost, renewed once the database takes writes again.
+     */
+    @Test
+    void aHeartbeatRefusedByAReadOnlyServerKeepsTheClaim() throws Exception {
+        ConnectionPool pool = pool();
+        AtomicBoolean readOnly = new AtomicBoolean(true);
+        ConnectionSource source = new ConnectionSource() {
+            @Override
+            public Connection borrow() throws SQLException {
+                Connection b = pool.borrow();
+                try (Statement st = b.createStatement()) {
+                    st.execute("SET default_transaction_read_only = " + (readOnly.get() ? "on" : "off"));
+                }
+                return b;
+            }
+
+            @Override
+            public void release(Connection b) {
+                pool.release(b);
+            }
+        };
+        String key = "beat-ro-" + UUID.randomUUID();
+        String scope = "junit-beats";
+        Connection c = pool.borrow();
+        try (Heartbeats beats = new Heartbeats(source, Duration.ofSeconds(600), Duration.ofMillis(50))) {
+            Idempotency.Claim claim = Idempotency.claim(c, key, "{}", scope, Duration.ofSeconds(60), false);
+            Heartbeats.Handle handle = beats.hold(key, scope, claim.token());
+            Thread.sleep(1000); // some 20 heartbeats, each refused with 25006
+            assertFalse(handle.lost(), "a read-only refusal was taken for a lost claim");
+            readOnly.set(false);
+            Duration left = Duration.ZERO;
+            for (int i = 0; i < 600 && left.compareTo(Duration.ofSeconds(120)) <= 0; i++) {
+                Idempotency.Claim dup = Idempotency.claim(c, key, "{}", scope, Duration.ofSeconds(60), false);
+                assertEquals(Idempotency.Outcome.IN_PROGRESS, dup.outcome());
+                left = dup.retryAfter();
+                if (left.compareTo(Duration.ofSeconds(120)) <= 0)
+                    Thread.sleep(100);
+            }
+            assertTrue(left.compareTo(Duration.ofSeconds(120)) > 0, "not renewed once writable: lease left " + left);
+            assertFalse(handle.lost());
+            handle.stop();
+            Idempotency.release(c, key, scope, claim.token());
         } finally {
             pool.release(c);
         }

@@ -12,6 +12,7 @@ import java.security.MessageDigest;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.util.HexFormat;
@@ -127,5 +128,46 @@ class IdempotencyTest {
                         KeyGenerator.generate(c, "m", "4|2A1", BigDecimal.ONE, "EUR", day));
         assertThrows(IllegalArgumentException.class,
             () -> KeyGenerator.generate(c, "m42", "A1", BigDecimal.ZERO, "EUR", day));
+    }
+
+    /**
+     * awaitResult: null is the idempotency.await_result setting, as
+     * documented (it was sent as 0), Duration.ZERO no wait; the overload
+     * without it is the setting too.
+     */
+    @Test
+    void awaitResultNullIsTheSettingAndZeroDoesNotWait() throws SQLException {
+        String key = key();
+        Idempotency.Claim first = Idempotency.claim(c, key, "{\"amount\":8}", scope, LEASE, true); // committed, in flight
+        try (Statement st = c.createStatement()) {
+            st.execute("SET idempotency.await_result = '1 s'");
+        }
+        long t0 = System.nanoTime();
+        assertEquals(Idempotency.Outcome.IN_PROGRESS,
+            Idempotency.claim(c, key, "{\"amount\":8}", scope, LEASE, true, Duration.ZERO).outcome());
+        long zero = System.nanoTime() - t0;
+        t0 = System.nanoTime();
+        assertEquals(Idempotency.Outcome.IN_PROGRESS,
+            Idempotency.claim(c, key, "{\"amount\":8}", scope, LEASE, true, null).outcome());
+        long setting = System.nanoTime() - t0;
+        t0 = System.nanoTime();
+        assertEquals(Idempotency.Outcome.IN_PROGRESS,
+            Idempotency.claim(c, key, "{\"amount\":8}", scope, LEASE, true).outcome());
+        long overload = System.nanoTime() - t0;
+        assertTrue(zero < Duration.ofMillis(800).toNanos(), "ZERO waited " + zero / 1_000_000 + " ms");
+        assertTrue(setting >= Duration.ofMillis(950).toNanos(), "null waited only " + setting / 1_000_000 + " ms");
+        assertTrue(overload >= Duration.ofMillis(950).toNanos(), "the overload waited only " + overload / 1_000_000 + " ms");
+        Idempotency.release(c, key, scope, first.token());
+    }
+
+    /** IK006 (row level security recorded but off) is 503 with Retry-After, as in the other clients. */
+    @Test
+    void rowSecurityOffIs503WithRetryAfter() {
+        SQLException t = IdempotencyException.translate(new SQLException("row level security is off", "IK006"));
+        assertTrue(t instanceof IdempotencyException.RowSecurityOff, t.getClass().getName());
+        assertEquals(503, ((IdempotencyException) t).httpStatus());
+        Problem p = Problem.from(new SQLException("row level security is off", "IK006"));
+        assertEquals(503, p.status());
+        assertEquals("1", p.headers().get("Retry-After"));
     }
 }
