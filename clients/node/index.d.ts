@@ -62,6 +62,8 @@ export interface ClaimResult {
   outcome: ClaimOutcome;
   /** The fencing token (a bigint, as text) of a claim with a lease. */
   token: string | null;
+  /** The row's status: 'completed' or 'failed' for a replay. */
+  status: 'processing' | 'completed' | 'failed' | null;
   responseCode: number | null;
   /** The stored response, PostgreSQL's jsonb text. */
   response: string | null;

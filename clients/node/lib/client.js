@@ -91,7 +91,7 @@ const seconds = (s) => (s === undefined || s === null ? null : Number(s));
 
 // The claim's response comes back as text (response::text): a replay sends
 // exactly what PostgreSQL stored.
-const CLAIM = `SELECT outcome, token::text AS token, response_code, response::text AS response,
+const CLAIM = `SELECT outcome, token::text AS token, status::text AS status, response_code, response::text AS response,
                       recovery_point, ceil(extract(epoch FROM retry_after))::int AS retry_after_s
                FROM idem_claim($1, $2::jsonb, $3, lease => make_interval(secs => $4), wait => $5,
                                await_result => make_interval(secs => $6))`;
@@ -102,9 +102,11 @@ const CLAIM = `SELECT outcome, token::text AS token, response_code, response::te
 // transaction), wait (default true: a duplicate of a request whose
 // transaction is open waits for it), awaitResult (seconds: a duplicate of a
 // committed claim in flight waits this long for its result).  Resolves to
-// { outcome, token, responseCode, response, recoveryPoint, retryAfter }:
+// { outcome, token, status, responseCode, response, recoveryPoint, retryAfter }:
 // outcome 'new', 'reclaimed', 'replay', 'in_progress' or 'stale'; token a
-// string (bigint) or null; response the stored jsonb as text.
+// string (bigint) or null; status the row's ('completed' or 'failed' for a
+// replay); responseCode null when none was stored; response the stored jsonb
+// as text.
 async function claim(db, key, request, scope = '', { lease = null, wait = true, awaitResult = null } = {}) {
   const body = request === null || request === undefined || typeof request === 'string'
     ? request ?? null : JSON.stringify(request);
@@ -113,6 +115,7 @@ async function claim(db, key, request, scope = '', { lease = null, wait = true, 
   return {
     outcome: row.outcome,
     token: row.token,
+    status: row.status,
     responseCode: row.response_code,
     response: row.response,
     recoveryPoint: row.recovery_point,

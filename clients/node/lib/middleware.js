@@ -24,9 +24,16 @@
 //     database error;
 //  5. a claim the handler has not answered within timeout seconds (a
 //     handler that returned without answering, an Express 4 async handler
-//     that rejected, a remote call that hangs) is undone as fail() does and
-//     answered 503: neither its transaction, nor its connection, nor a
-//     committed claim's heartbeats outlive it.
+//     that rejected, a remote call that hangs) is answered 503 with
+//     Retry-After.  A claim in a transaction is undone as fail() does:
+//     neither its transaction nor its connection outlives it.  A committed
+//     claim is not: its work is outside the database and may still be
+//     running, so the claim stays held (heartbeats go on, a retry waits or
+//     gets 409) and the handler's later respond()/fail() settles the key.
+//     A handler that has still not settled it timeout seconds after that
+//     is given up: its heartbeats stop and its transaction (if any) is
+//     rolled back, without idem_fail; the lease then lapses and a retry
+//     takes the key over (reclaimed, at its recovery point).
 
 const client = require('./client');
 const { IdempotencyError } = client;
@@ -193,9 +200,16 @@ class Claim {
   // failure of either is answered (and reported) here: this never rejects.
   async respond(status, json) {
     const s = this._s;
+    // null: no body (stored as SQL NULL, replayed without one).  Serialized
+    // before the claim is settled: a BigInt or a cycle throws here, and the
+    // claim is then undone as error() does, not left open with its lock.
+    let text;
+    try {
+      text = json === null || json === undefined || typeof json === 'string' ? json ?? null : JSON.stringify(json);
+    } catch (err) {
+      return this.error(err);
+    }
     if (!this._begin()) return;
-    // null: no body (stored as SQL NULL, replayed without one)
-    const text = json === null || json === undefined || typeof json === 'string' ? json ?? null : JSON.stringify(json);
     let stored;
     try {
       const db = await this._tx(true);
@@ -205,7 +219,12 @@ class Claim {
       stored = r.rows[0].response;
       this._release();
     } catch (err) {
-      return this._failWith(IdempotencyError.from(err));
+      const e = IdempotencyError.from(err);
+      // a class 22 error here is the handler's answer refused as jsonb: the
+      // server's fault (500), not the request's (400)
+      if (e.kind === 'invalid_request' || e.kind === 'invalid_key')
+        Object.assign(e, { kind: 'database', status: 500, title: 'Internal error' });
+      return this._failWith(e);
     }
     sendStored(s.res, status, stored, false);
     s.report(s.claim.outcome, status, null);
@@ -263,26 +282,64 @@ class Claim {
 
   async _failWith(e) {
     const s = this._s;
-    if (e.status === 500) s.cfg.log.error('pg-idempotency: request failed:', e.cause || e);
+    // after a timeout the client has its 503: this is logged, not answered
+    if (e.status === 500 || s.timedOut) s.cfg.log.error('pg-idempotency: request failed:', e.cause || e);
     await this._undo();
     answerError(s.res, e);
     s.report('error', e.status, e.code);
   }
 
-  // The handler did not answer within the timeout: undone as fail() does
-  // (a query of the handler's in flight on the claim's connection ends
-  // first: statement_timeout bounds it), answered 503 with Retry-After.
+  // The handler did not answer within the timeout: answered 503 with
+  // Retry-After.  A claim in a transaction is undone as fail() does (a
+  // query of the handler's in flight on the claim's connection ends first:
+  // statement_timeout bounds it).  A committed claim stays held (below).
   // Answered some other way meanwhile (its bytes still going out): as
   // _abandon.
   async _expire() {
     const s = this._s;
     if (s.res.headersSent) return this._abandon();
+    if (s.committed) {
+      // A committed claim's work is outside the database and may still be
+      // running (a slow card network): recording it failed and retryable
+      // would let the retry the 503 asks for take the key over and do the
+      // work again.  The claim stays held (heartbeats go on) until the
+      // handler settles it (its answer goes to the key, for the retry to
+      // replay); the retry meanwhile waits (awaitResult) or gets 409.  A
+      // handler that has not settled it another timeout later is given up
+      // (_lapse).
+      s.timedOut = true;
+      s.cfg.log.error(`pg-idempotency: the handler did not answer within ${s.cfg.timeout} s; the committed claim of key ${JSON.stringify(s.key)} stays held until it does (at most ${s.cfg.timeout} s more)`);
+      sendProblem(s.res, 503, 'Request timed out',
+        'The request is still being processed. Retry it with the same Idempotency-Key.', { 'Retry-After': '1' });
+      s.report('timeout', 503, null);
+      s.timer = setTimeout(() => this._lapse().catch((err) => s.cfg.log.error('pg-idempotency:', err)),
+        s.cfg.timeout * 1000);
+      s.timer.unref();
+      return;
+    }
     if (!this._begin()) return;
     s.cfg.log.error(`pg-idempotency: the handler did not answer within ${s.cfg.timeout} s; the claim of key ${JSON.stringify(s.key)} is undone`);
     await this._undo();
     sendProblem(s.res, 503, 'Request timed out',
       'The request was not completed in time. Retry it with the same Idempotency-Key.', { 'Retry-After': '1' });
     s.report('timeout', 503, null);
+  }
+
+  // A committed claim whose handler has not settled it a second timeout
+  // after the first (a remote call that never returns): given up without
+  // idem_fail, which would let a retry take the key over while that call
+  // may still go through.  Its heartbeats stop, so the lease lapses and a
+  // retry then takes the key over (reclaimed, at its recovery point); its
+  // transaction, if the handler began one, is rolled back and its
+  // connection given back; the handler's later calls are refused (55000).
+  async _lapse() {
+    const s = this._s;
+    if (!this._begin()) return;
+    s.cfg.log.error(`pg-idempotency: the handler of key ${JSON.stringify(s.key)} did not settle its committed claim within ${2 * s.cfg.timeout} s; its heartbeats stop, its lease (${s.cfg.lease} s) lapses`);
+    if (s.db) {
+      const bad = await s.db.query('ROLLBACK').then(() => undefined, (err) => err);
+      this._release(bad);
+    }
   }
 
   // Settles a claim whose handler answered without respond/fail/error:
@@ -347,7 +404,9 @@ function readBody(req, maxBody, done) {
 //                    waits this long for its result, then 409
 //   maxBody          bytes (64 KiB)
 //   timeout          seconds (60) the handler has to answer a claim; past
-//                    them it is undone and answered 503; 0: never
+//                    them it is answered 503, a claim in a transaction
+//                    undone, a committed one held another timeout for the
+//                    handler to settle, then left to lapse; 0: never
 //   onOutcome(event) called once per request: { outcome, status, key,
 //                    scope, committed, sqlstate, elapsed, claimElapsed }
 //   log              where errors go (console)
@@ -382,10 +441,13 @@ function idempotency(options = {}) {
     const state = {
       cfg, req, res, key: typeof key === 'string' ? key : '', scope: '', committed: false,
       claim: null, claimElapsed: null, db: null, opening: null, guard: null, beat: null, timer: null, lost: false,
-      settled: false,
+      settled: false, timedOut: false, reported: false,
     };
     state.report = (outcome, status, sqlstate) => {
-      if (!cfg.onOutcome) return;
+      // once per request: a committed claim settled after its timeout's
+      // 503 (the handler's late answer) is not reported again
+      if (!cfg.onOutcome || state.reported) return;
+      state.reported = true;
       try {
         cfg.onOutcome({
           outcome, status, key: state.key, scope: state.scope, committed: state.committed,
@@ -470,8 +532,11 @@ async function claimAndRun(state, read, next) {
       }
     }
     if (claim.outcome === 'replay') {
-      sendStored(res, claim.responseCode, claim.response, true);
-      return state.report('replay', claim.responseCode, null);
+      // no stored status: a key completed by SQL is a success; a failed one
+      // (idem_fail without a code, attempts_exhausted) is not
+      const code = claim.responseCode ?? (claim.status === 'failed' ? 500 : 200);
+      sendStored(res, code, claim.response, true);
+      return state.report('replay', code, null);
     }
     // in_progress, or stale (idempotency.stale_policy = 'hold')
     sendProblem(res, 409, 'A request with this Idempotency-Key is being processed',
@@ -500,7 +565,7 @@ async function claimAndRun(state, read, next) {
   // claim is settled all the same.  A client that went away before any
   // answer changes nothing: the handler's work goes on and settles it.
   res.on('close', () => {
-    if (res.headersSent) handle._abandon().catch((err) => cfg.log.error('pg-idempotency:', err));
+    if (res.headersSent && !state.timedOut) handle._abandon().catch((err) => cfg.log.error('pg-idempotency:', err));
   });
   if (cfg.timeout > 0) {
     state.timer = setTimeout(() => handle._expire().catch((err) => cfg.log.error('pg-idempotency:', err)),

@@ -37,13 +37,14 @@ async function serve(middleware, handler) {
   };
 }
 
-// POST base + path; resolves to { status, headers, text, json }.
-async function post(base, { key, body, path = '/pay', contentType = 'application/json', headers = {} }) {
+// POST base + path (signal: an AbortSignal, to bound a request that may
+// never be answered); resolves to { status, headers, text, json }.
+async function post(base, { key, body, path = '/pay', contentType = 'application/json', headers = {}, signal }) {
   const h = { ...headers };
   if (key !== undefined) h['Idempotency-Key'] = key;
   if (contentType !== null) h['Content-Type'] = contentType;
   const r = await fetch(base + path, {
-    method: 'POST', headers: h, body: typeof body === 'string' ? body : JSON.stringify(body),
+    method: 'POST', headers: h, body: typeof body === 'string' ? body : JSON.stringify(body), signal,
   });
   const text = await r.text();
   let json = null;

@@ -340,30 +340,97 @@ test('a handler that never answers: undone after timeout, 503 + Retry-After, the
   await assertPoolIdle();
 });
 
-test('a committed claim whose handler hangs: recorded failed after timeout, its heartbeats stopped, a retry reclaims it', { timeout: 30000 }, async () => {
-  const hang = deferred();
+test('a committed claim whose handler is late: 503 at the timeout, the claim still held (a retry gets 409, no second charge), its late answer completes the key', { timeout: 30000 }, async () => {
+  const late = deferred();
   let attempt = 0;
+  let charges = 0;
   const { base, events } = await app({
-    scope: () => 'mw-hang', committed: () => true, heartbeatEvery: 0.05, timeout: 0.5,
+    scope: () => 'mw-hang', committed: () => true, heartbeatEvery: 0.05, timeout: 1, awaitResult: 0,
   }, async (req) => {
     attempt += 1;
-    if (attempt > 1) return pay(req);
-    await req.idempotency.checkpoint('remote-called');
-    await hang.promise;  // a remote call that never returns
+    const idem = req.idempotency;
+    await idem.checkpoint('remote-called');
+    charges += 1;
+    await late.promise; // a slow remote call: it goes through after the timeout
+    return idem.respond(201, { charged: idem.body.amount });
   });
   const key = newKey();
   const body = { order: `o-${key}`, amount: 17 };
-  problemOf(await post(base, { key, body }), 503);
-  assert.equal((await keyRow(pool, key, 'mw-hang')).status, 'failed');
+  const first = await post(base, { key, body });
+  problemOf(first, 503);
+  assert.equal(first.headers.get('retry-after'), '1');
+  // not recorded failed: the claim is held, its heartbeats go on
+  assert.equal((await keyRow(pool, key, 'mw-hang')).status, 'processing');
   const until = async () =>
     (await pool.query('SELECT locked_until FROM idempotency_keys WHERE key = $1', [key])).rows[0].locked_until;
   const before = await until();
-  await new Promise((s) => setTimeout(s, 300));
-  assert.deepEqual(await until(), before, 'a heartbeat renewed the lease after the timeout');
+  let renewed = false;
+  for (let i = 0; i < 20 && !renewed; i++) {
+    await new Promise((s) => setTimeout(s, 25));
+    renewed = (await until()) > before;
+  }
+  assert.ok(renewed, 'no heartbeat renewed the lease after the timeout');
+  // the retry the 503 asked for does not take the key over
+  problemOf(await post(base, { key, body }), 409);
+  assert.equal(attempt, 1);
+  late.resolve();
+  for (let i = 0; i < 200 && (await keyRow(pool, key, 'mw-hang')).status !== 'completed'; i++)
+    await new Promise((s) => setTimeout(s, 25));
+  const row = await keyRow(pool, key, 'mw-hang');
+  assert.deepEqual([row.status, row.response_code], ['completed', 201]);
+  const replay = await post(base, { key, body });
+  assert.equal(replay.status, 201, replay.text);
+  assert.deepEqual(replay.json, { charged: 17 });
+  assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+  assert.deepEqual([attempt, charges], [1, 1]);
+  // once per request: the late answer is not reported again
+  assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['timeout', 503], ['in_progress', 409], ['replay', 201]]);
+});
+
+test('a committed claim whose handler never settles it: held one more timeout, then its heartbeats stop (no idem_fail), the lease lapses, a retry reclaims it', { timeout: 30000 }, async () => {
+  const hang = deferred();
+  const kept = deferred();
+  let attempt = 0;
+  const seen = [];
+  const { base, events } = await app({
+    scope: () => 'mw-lapse', committed: () => true, lease: 1, heartbeatEvery: 0.05, timeout: 0.3, awaitResult: 0,
+  }, async (req) => {
+    attempt += 1;
+    const idem = req.idempotency;
+    seen.push([idem.outcome, idem.recoveryPoint]);
+    if (attempt > 1) return pay(req);
+    await idem.checkpoint('remote-called');
+    kept.resolve(await idem.tx());
+    await hang.promise; // a remote call that never returns
+  });
+  test.after(() => hang.resolve());
+  const key = newKey();
+  const body = { order: `o-${key}`, amount: 29 };
+  problemOf(await post(base, { key, body }), 503);
+  const db = await kept.promise;
+  const until = async () =>
+    (await pool.query('SELECT locked_until FROM idempotency_keys WHERE key = $1', [key])).rows[0].locked_until;
+  // renewed past the timeout, then no more: wait until two reads 200 ms apart agree
+  let last = await until();
+  let stopped = false;
+  for (let i = 0; i < 50 && !stopped; i++) {
+    await new Promise((s) => setTimeout(s, 200));
+    const now = await until();
+    stopped = now.getTime() === last.getTime();
+    last = now;
+  }
+  assert.ok(stopped, 'the heartbeats never stopped');
+  // never recorded failed: the lease lapses instead
+  assert.equal((await keyRow(pool, key, 'mw-lapse')).status, 'processing');
+  // the claim's transaction was rolled back and its connection given back
+  await assert.rejects(db.query('SELECT 1'), (err) => err.code === '55000');
+  while ((await pool.query('SELECT locked_until < now() AS lapsed FROM idempotency_keys WHERE key = $1', [key])).rows[0].lapsed !== true)
+    await new Promise((s) => setTimeout(s, 100));
   const retry = await post(base, { key, body });
   assert.equal(retry.status, 201, retry.text);
+  assert.deepEqual(seen, [['new', null], ['reclaimed', 'remote-called']]);
   assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['timeout', 503], ['reclaimed', 201]]);
-  hang.resolve();
+  await assertPoolIdle();
 });
 
 test('timers beyond what Node can hold are refused, not fired at once', () => {
@@ -372,25 +439,32 @@ test('timers beyond what Node can hold are refused, not fired at once', () => {
   assert.doesNotThrow(() => idempotency({ pool, lease: 1e7 })); // heartbeats then every 2147483 s
 });
 
-test('a committed claim whose tx() waits for a dry pool past the timeout: the connection it then gets goes back', { timeout: 30000 }, async () => {
+test('a committed claim whose tx() waits for a dry pool past the timeout: 503, then the transaction it gets completes the key, the connection goes back', { timeout: 30000 }, async () => {
   const small = newPool(1);
   test.after(() => small.end());
   const got = deferred();
-  const { base, events } = await app({ pool: small, scope: () => 'mw-dry', committed: () => true, timeout: 0.3 },
+  const { base, events } = await app({ pool: small, scope: () => 'mw-dry', committed: () => true, timeout: 0.5 },
     async (req) => {
+      const idem = req.idempotency;
       const mine = await small.connect(); // the pool's one connection: tx() waits
-      setTimeout(() => mine.release(), 600);
+      setTimeout(() => mine.release(), 700);
       try {
-        await req.idempotency.tx();
+        const db = await idem.tx();
         got.resolve('a transaction');
+        const r = await db.query(INSERT, [idem.scope, idem.body.order, idem.body.amount]);
+        await idem.respond(201, r.rows[0].response);
       } catch (err) {
         got.resolve(err.code);
+        await idem.error(err);
       }
     });
   const key = newKey();
   problemOf(await post(base, { key, body: { order: key, amount: 19 } }), 503);
-  assert.equal(await got.promise, '55000');
-  assert.equal((await keyRow(pool, key, 'mw-dry')).status, 'failed');
+  assert.equal(await got.promise, 'a transaction');
+  for (let i = 0; i < 200 && (await keyRow(pool, key, 'mw-dry')).status !== 'completed'; i++)
+    await new Promise((s) => setTimeout(s, 25));
+  assert.equal((await keyRow(pool, key, 'mw-dry')).status, 'completed');
+  assert.equal(await paymentsFor(pool, 'mw-dry', key), 1);
   for (let i = 0; i < 200 && small.idleCount !== small.totalCount; i++) await new Promise((s) => setTimeout(s, 25));
   assert.deepEqual([small.totalCount, small.idleCount, small.waitingCount], [1, 1, 0]);
   assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['timeout', 503]]);
@@ -416,4 +490,57 @@ test('a committed claim\'s tx() called twice at once: one transaction, both call
   for (let i = 0; i < 200 && small.idleCount !== small.totalCount; i++) await new Promise((s) => setTimeout(s, 25));
   assert.equal(small.idleCount, small.totalCount, 'a connection was left checked out');
   assert.equal(await paymentsFor(pool, 'mw-twice', key), 1);
+});
+
+test('a replay of a key failed without a status (attempts_exhausted, idem_fail with a NULL code): 500, not 200; completed by SQL without one: 200', async () => {
+  const { base, events } = await app({ scope: () => 'mw-nullcode' });
+  const body = { order: 'nc', amount: 3 };
+  const failed = newKey();
+  const c = (await pool.query("SELECT token FROM idem_claim($1, $2::jsonb, 'mw-nullcode', lease => '30 s')",
+    [failed, JSON.stringify(body)])).rows[0];
+  await pool.query("SELECT idem_fail($1, 'mw-nullcode', $2, NULL, NULL, false)", [failed, c.token]);
+  const r = await post(base, { key: failed, body });
+  assert.equal(r.status, 500, r.text);
+  assert.equal(r.headers.get('idempotent-replayed'), 'true');
+  const done = newKey();
+  await pool.query("SELECT idem_claim($1, $2::jsonb, 'mw-nullcode'), idem_complete($1, NULL, NULL, 'mw-nullcode')",
+    [done, JSON.stringify(body)]);
+  const ok = await post(base, { key: done, body });
+  assert.equal(ok.status, 200, ok.text);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['replay', 500], ['replay', 200]]);
+});
+
+test('respond() with a body JSON.stringify cannot write (a BigInt): 500, the claim undone, no connection left in a transaction', { timeout: 30000 }, async () => {
+  const { base, events } = await app({ scope: () => 'mw-bigint' }, async (req) => {
+    const idem = req.idempotency;
+    try {
+      const db = await idem.tx();
+      await db.query(INSERT, [idem.scope, idem.body.order, idem.body.amount]);
+      await idem.respond(201, { amount: 1n });
+    } catch (err) {
+      await idem.error(err);
+    }
+  });
+  const key = newKey();
+  const r = await post(base, { key, body: { order: key, amount: 5 }, signal: AbortSignal.timeout(5000) });
+  problemOf(r, 500);
+  assert.equal(await keyRow(pool, key, 'mw-bigint'), null);
+  assert.equal(await paymentsFor(pool, 'mw-bigint', key), 0);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['error', 500]]);
+  await assertPoolIdle();
+});
+
+test('an answer idem_complete refuses (\\u0000: 22P05) is the server\'s fault: 500, not 400, the claim undone', async () => {
+  const { base, events } = await app({ scope: () => 'mw-nul' }, async (req) => {
+    const idem = req.idempotency;
+    const db = await idem.tx();
+    await db.query(INSERT, [idem.scope, idem.body.order, idem.body.amount]);
+    await idem.respond(201, { note: 'a\u0000b' });
+  });
+  const key = newKey();
+  problemOf(await post(base, { key, body: { order: key, amount: 6 } }), 500);
+  assert.equal(await keyRow(pool, key, 'mw-nul'), null);
+  assert.equal(await paymentsFor(pool, 'mw-nul', key), 0);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status, e.sqlstate]), [['error', 500, '22P05']]);
+  await assertPoolIdle();
 });
