@@ -136,7 +136,10 @@ export interface IdempotencyOptions<Req extends IncomingMessage = IncomingMessag
   awaitResult?: number;
   /** Bytes (64 KiB). */
   maxBody?: number;
-  /** Seconds the handler has to answer a claim (60; 0: never); past them, undone and answered 503. */
+  /**
+   * Seconds the handler has to answer a claim (60; 0: never); past them, answered 503 and undone,
+   * or, committed, held one more timeout for the handler to settle, then left to lapse.
+   */
   timeout?: number;
   onOutcome?: (event: OutcomeEvent) => void;
   log?: { error(...args: unknown[]): void };
