@@ -164,6 +164,8 @@ SET DateStyle = 'ISO, MDY'
 SET IntervalStyle = postgres
 SET TimeZone = 'UTC'
 SET extra_float_digits = 1
+SET bytea_output = hex
+SET lc_monetary = 'C'
 AS $idem_save_row_security$
 DECLARE
     saved integer;

@@ -84,6 +84,14 @@ CREATE TEMP TABLE compressed (j jsonb);
 INSERT INTO compressed SELECT pg_temp.nested(20, 3000) || jsonb_build_array(repeat('y', 3000));
 SELECT pg_column_compression(j) IS NOT NULL AS is_compressed, idem_row_storable(j, NULL, NULL) AS taken
 FROM compressed;
+-- and one stored out of line uncompressed, whose size PostgreSQL reports
+-- without its 4-byte header: by its size with it, 8194 bytes, not taken
+CREATE TEMP TABLE out_of_line (r jsonb);
+ALTER TABLE out_of_line ALTER r SET STORAGE EXTERNAL;
+INSERT INTO out_of_line
+SELECT (repeat('[', 17) || to_jsonb(left(string_agg(md5(g::text), ''), 8054))::text || repeat(']', 17))::jsonb
+  FROM generate_series(1, 252) g;
+SELECT pg_column_size(r) AS reported, idem_row_storable(r, NULL, NULL) AS taken FROM out_of_line;
 -- and so the functions refuse them (54000), and the table (23514)
 BEGIN;
 SELECT outcome FROM idem_claim('deep', NULL, 'attack');
@@ -92,6 +100,9 @@ ROLLBACK;
 SELECT outcome FROM idem_claim('deep', NULL, 'attack');
 \set VERBOSITY terse
 UPDATE idempotency_keys SET response = pg_temp.nested(12000, 9000)
+WHERE scope = 'attack' AND key = 'deep';
+\echo :LAST_ERROR_SQLSTATE
+UPDATE idempotency_keys SET response = (SELECT r FROM out_of_line)
 WHERE scope = 'attack' AND key = 'deep';
 \echo :LAST_ERROR_SQLSTATE
 \set VERBOSITY default

@@ -4,13 +4,17 @@
 -- differently would be lost or turned back by the next restore, silently.
 -- The key functions are every idem_* function of the extension's schema,
 -- save those listed as not reading idempotency_keys, so a new one must be
--- added here.
+-- added here.  Called by a role the policies apply to (the SQL edition
+-- checks only for such a caller: docs/managed.md).
+CREATE ROLE rsr_tenant NOLOGIN IN ROLE idempotency_app, idempotency_admin;
 CREATE FUNCTION pg_temp.ik006(call text) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
     state text;
 BEGIN
+    SET LOCAL ROLE rsr_tenant;
     EXECUTE call;
+    RESET ROLE;
     RETURN false;
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE;
@@ -99,11 +103,13 @@ SET IntervalStyle = sql_standard;
 SET TimeZone = 'Asia/Kolkata';
 SET extra_float_digits = 3;
 SET quote_all_identifiers = on;
+SET bytea_output = escape;
 SET search_path = pg_temp, public, pg_catalog;
 BEGIN;
 ALTER POLICY rsr_all ON idempotency_keys
     USING (created_at > '2020-01-02 03:04:05+00'::timestamptz AND '2021-03-04'::date < '2030-01-01'
-           AND interval '1 day 2 hours' > interval '1 hour' AND 0.1::float8 < 1.5 AND "key" <> 'a\b');
+           AND interval '1 day 2 hours' > interval '1 hour' AND 0.1::float8 < 1.5 AND "key" <> 'a\b'
+           AND request_hash IS DISTINCT FROM '\xdeadbeef'::bytea);
 SELECT idem_save_row_security() AS saved;
 COMMIT;
 SELECT * FROM refused;
@@ -113,10 +119,12 @@ RESET IntervalStyle;
 RESET TimeZone;
 RESET extra_float_digits;
 RESET quote_all_identifiers;
+RESET bytea_output;
 RESET search_path;
 ALTER POLICY rsr_all ON idempotency_keys
     USING (created_at > '2020-01-02 03:04:05+00'::timestamptz AND '2021-03-04'::date < '2030-01-01'
-           AND interval '1 day 2 hours' > interval '1 hour' AND 0.1::float8 < 1.5 AND "key" <> 'a\b');
+           AND interval '1 day 2 hours' > interval '1 hour' AND 0.1::float8 < 1.5 AND "key" <> 'a\b'
+           AND request_hash IS DISTINCT FROM '\xdeadbeef'::bytea);
 SELECT * FROM refused;
 -- off with policies recorded: all, until they are deleted
 ALTER TABLE idempotency_keys DISABLE ROW LEVEL SECURITY;
@@ -124,3 +132,4 @@ SELECT * FROM refused;
 DELETE FROM idempotency_row_security;
 DROP POLICY rsr_all ON idempotency_keys;
 SELECT * FROM refused;
+DROP ROLE rsr_tenant;

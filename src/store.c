@@ -201,6 +201,8 @@ static const char *const deparse_settings[][2] = {
 	{"IntervalStyle", "postgres"},
 	{"TimeZone", "UTC"},
 	{"extra_float_digits", "1"},
+	{"bytea_output", "hex"},
+	{"lc_monetary", "C"},
 };
 
 static void

@@ -588,6 +588,8 @@ SET DateStyle = 'ISO, MDY'
 SET IntervalStyle = postgres
 SET TimeZone = 'UTC'
 SET extra_float_digits = 1
+SET bytea_output = hex
+SET lc_monetary = 'C'
 AS $idem__row_security_now$
 SELECT p.polname, p.polpermissive,
        CASE WHEN p.polcmd OPERATOR(pg_catalog.=) 'r' THEN 'SELECT'
@@ -608,6 +610,7 @@ SET search_path FROM CURRENT
 AS $idem__check_row_security$
 DECLARE
     d record;
+    seen text;
 BEGIN
     IF NOT (SELECT c.relrowsecurity FROM pg_catalog.pg_class c
              WHERE c.oid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass) THEN
@@ -617,6 +620,28 @@ BEGIN
                 DETAIL = 'Policies are recorded in idempotency_row_security, but row level security is disabled on idempotency_keys.',
                 HINT = 'As the table''s owner, run SELECT idem_restore_row_security(); or, to run without the policies, delete their rows from idempotency_row_security.';
         END IF;
+        RETURN;
+    END IF;
+    /*
+     * The row versions of the table's policies and of the recorded rows:
+     * when they are those this session last found alike, they still are
+     * (idem__row_security_now costs a call with SET clauses and a
+     * pg_get_expr a policy, half a millisecond).  A role renamed since
+     * changes neither: a session's first call sees it, as the C build's
+     * do.  The caller may set the setting itself, and so skip the
+     * comparison for its own calls only (it guards against the owner's
+     * mistake; the policies themselves are PostgreSQL's to enforce).
+     */
+    seen := (SELECT 'idempotency_keys'::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text
+                    OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+                    COALESCE(pg_catalog.string_agg(p.oid::pg_catalog.text OPERATOR(pg_catalog.||) '.'
+                                                   OPERATOR(pg_catalog.||) p.xmin::pg_catalog.text, ',' ORDER BY p.oid), '')
+               FROM pg_catalog.pg_policy p
+              WHERE p.polrelid OPERATOR(pg_catalog.=) 'idempotency_keys'::pg_catalog.regclass)
+            OPERATOR(pg_catalog.||) '|' OPERATOR(pg_catalog.||)
+            (SELECT COALESCE(pg_catalog.string_agg(r.xmin::pg_catalog.text, ',' ORDER BY r.policy), '')
+               FROM idempotency_row_security r);
+    IF seen OPERATOR(pg_catalog.=) pg_catalog.current_setting('idempotency_edition.row_security_seen', true) THEN
         RETURN;
     END IF;
     /* each policy recorded or on the table that is not both, alike; a missing one first */
@@ -633,6 +658,7 @@ BEGIN
      ORDER BY n.policy IS NULL DESC, 1
      LIMIT 1;
     IF NOT FOUND THEN
+        PERFORM pg_catalog.set_config('idempotency_edition.row_security_seen', seen, false);
         RETURN;
     END IF;
     IF d.missing THEN
@@ -703,7 +729,9 @@ SET search_path FROM CURRENT
 AS $idem__key_lock_proved$
 BEGIN
     /* the trigger's WHEN has token 0; the probe's key too */
-    IF NEW.key OPERATOR(pg_catalog.=) pg_catalog.current_setting('idempotency_edition.probe', true) THEN
+    /* (the setting is '' after a probe rolled back: no key then) */
+    IF pg_catalog.starts_with(NEW.key, E'\x01lock ')
+       AND NEW.key OPERATOR(pg_catalog.=) pg_catalog.current_setting('idempotency_edition.probe', true) THEN
         INSERT INTO idempotency_key_lock_proof (xid, scope) VALUES (pg_catalog.pg_current_xact_id(), NEW.scope);
     END IF;
     RETURN NULL;

@@ -218,7 +218,7 @@ BEGIN
         AND v_scope OPERATOR(pg_catalog.!~) E'[\\x01-\\x1f\\x7f]'
         AND COALESCE(pg_catalog.current_setting('idempotency.max_key_length', true), '') OPERATOR(pg_catalog.=) ''
         AND NOT pg_catalog.current_setting('transaction_read_only')::boolean
-        AND COALESCE(pg_catalog.pg_column_size(idem_complete.response) OPERATOR(pg_catalog.<=) 8192
+        AND COALESCE(pg_catalog.pg_column_size(idem_complete.response) OPERATOR(pg_catalog.<=) 8188
                      AND pg_catalog.pg_column_compression(idem_complete.response) IS NULL, true)
         AND NOT
             --@ role_setting_stored NAME='idempotency.max_key_length='
@@ -232,7 +232,7 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = '25006',
                 MESSAGE = 'cannot execute idem_complete() in a read-only transaction';
         END IF;
-        IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+        IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8188
            OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
             PERFORM _idem_record_check_response(response, v_key, v_scope);
         END IF;

@@ -31,7 +31,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'retryable must not be null',
             DETAIL = pg_catalog.format('Key "%s" in scope "%s".', v_key, v_scope);
     END IF;
-    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8188
        OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
         PERFORM _idem_record_check_response(response, v_key, v_scope);
     END IF;

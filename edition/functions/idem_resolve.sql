@@ -41,7 +41,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = '25006',
             MESSAGE = 'cannot execute idem_resolve() in a read-only transaction';
     END IF;
-    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8192
+    IF pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.>) 8188
        OR pg_catalog.pg_column_compression(response) IS NOT NULL THEN
         PERFORM _idem_record_check_response(response, v_key, v_scope);
     END IF;

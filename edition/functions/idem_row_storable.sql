@@ -3,10 +3,11 @@
  * idempotency_keys, as the C build's (src/input.c): false for a response
  * whose text form would be longer than 256 MB (pg_dump writes each row in
  * one piece of at most 1 GB), a recovery point longer than 1 MB, a request
- * hash that is not 32 bytes.  A response of at most 8192 bytes as given,
- * not compressed, is short enough surely (a compressed one, as a value
- * read from a table can be, is counted: its size says little of its
- * text's; the C build reads its size uncompressed).  Above, it counts as
+ * hash that is not 32 bytes.  A response of at most 8188 bytes as given,
+ * not compressed, is short enough surely (8192 less the 4 bytes of header
+ * that a value stored out of line leaves out of its size; a compressed
+ * one, as a value read from a table can be, is counted: its size says
+ * little of its text's; the C build reads its size uncompressed).  Above, it counts as
  * the C build does (src/input.c, ResponseTooLong): 2 for each key, scalar
  * and container's start and end, and each scalar's and key's text at most
  * (a string's escapes, a number's digits, 5 for a boolean, 4 for null),
@@ -44,7 +45,7 @@ BEGIN
     IF (request_hash IS NULL OR pg_catalog.octet_length(request_hash) OPERATOR(pg_catalog.=) 32)
        AND (recovery_point IS NULL
             OR pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.<=) 1048576)
-       AND (response IS NULL OR (pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8192
+       AND (response IS NULL OR (pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8188
                                  AND pg_catalog.pg_column_compression(response) IS NULL)) THEN
         RETURN true;
     END IF;
@@ -73,7 +74,7 @@ BEGIN
            AND pg_catalog.octet_length(recovery_point) OPERATOR(pg_catalog.>) 1048576 THEN
             RETURN false;
         END IF;
-        IF response IS NULL OR (pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8192
+        IF response IS NULL OR (pg_catalog.pg_column_size(response) OPERATOR(pg_catalog.<=) 8188
                                 AND pg_catalog.pg_column_compression(response) IS NULL) THEN
             RETURN true;
         END IF;

@@ -337,7 +337,8 @@ SELECT is(
         OR p.proconfig[2:] <> CASE p.proname
                WHEN 'idem_save_row_security' THEN
                    ARRAY['quote_all_identifiers=off', 'standard_conforming_strings=on', 'DateStyle=ISO, MDY',
-                         'IntervalStyle=postgres', 'TimeZone=UTC', 'extra_float_digits=1']
+                         'IntervalStyle=postgres', 'TimeZone=UTC', 'extra_float_digits=1',
+                         'bytea_output=hex', 'lc_monetary=C']
                WHEN 'idem_restore_row_security' THEN ARRAY['standard_conforming_strings=on']
                ELSE '{}' END),
     NULL,

@@ -60,3 +60,21 @@ RESET idempotency_edition.execute_subxacts;
 RESET ROLE;
 DROP ROLE diff_app;
 DELETE FROM idempotency_keys WHERE key LIKE 'diff-%';
+-- recorded row level security: a policy not recorded stops idem_claim,
+-- idem_complete and idem_execute for the callers the policies apply to (a
+-- role of idempotency_app), not the superuser (the C build stops both);
+-- the other key functions stop both
+CREATE ROLE diff_tenant;
+GRANT idempotency_app TO diff_tenant;
+ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
+CREATE POLICY diff_all ON idempotency_keys USING (true);
+BEGIN;
+SELECT outcome AS superuser_claims FROM idem_claim('diff-6');
+ROLLBACK;
+SELECT count(*) AS superuser_looks_up FROM idem_lookup('diff-6', '');
+SET ROLE diff_tenant;
+SELECT outcome AS tenant_claims FROM idem_claim('diff-6');
+RESET ROLE;
+DROP POLICY diff_all ON idempotency_keys;
+ALTER TABLE idempotency_keys DISABLE ROW LEVEL SECURITY;
+DROP ROLE diff_tenant;
