@@ -24,6 +24,10 @@
 #             idempotency-pgtle script; the database's owner, no superuser,
 #             runs CREATE EXTENSION idempotency; update paths (one per
 #             edition/updates/FROM--TO.sql: none yet)
+#   plain/version, pgtle/version, plain/installed-twice, updates/*: the
+#             version each installation records (idem__version()), and
+#             the update machinery run on a copy of the sources with one
+#             made-up step: the plain upgrade script and the pg_tle path
 #   readme/*  README's psql lines for a managed service (Install), as
 #             written: the pg_tle one as rds_admin, the plain one as a
 #             database owner with CREATEROLE
@@ -270,6 +274,93 @@ elif [ -n "$tle_ready" ]; then
 		"SELECT count(*) FROM pgtle.extension_update_paths('idempotency') WHERE path IS NOT NULL AND source = '$version'"
 	[ -n "$latest" ] && check "pgtle/alter-extension-update (to $latest)" "$latest" app_owner payments \
 		"ALTER EXTENSION idempotency UPDATE TO '$latest'; SELECT extversion FROM pg_extension WHERE extname = 'idempotency'"
+fi
+
+# --- docs/managed.md's schema of its own -----------------------------------
+# the sh block after its "(plain/own-schema)" marker, each psql line run as
+# written from the repository's root by owner_cr, its "-d shop" a database
+# of its own; then the service, its search_path as the text after the block
+# says, claims, and a role with no grant is refused naming the schema before
+# it can queue a lock on the table (CREATE RULE)
+own_cmds() {
+	awk '/\(plain\/own-schema\)/ { on = 1; next } on && /^```sh$/ { blk = 1; next } blk && /^```$/ { exit }
+	     blk && /psql / { print }' "$root/docs/managed.md"
+}
+n=0
+if out=$(q postgres postgres -c "CREATE DATABASE shop_own OWNER owner_cr"); then
+	while IFS= read -r cmd; do
+		n=$((n + 1))
+		out=$(cd "$root" && PGHOST=$DIR PGPORT=$PORT PGUSER=owner_cr bash -c "${cmd//-d shop /-d shop_own }" 2>&1) ||
+			{ notok "plain/own-schema (docs/managed.md's line $n, as owner_cr: $cmd)" "$out"; n=-1; break; }
+	done < <(own_cmds)
+	if [ "$n" -ge 3 ] && out=$(q owner_cr shop_own -c "CREATE ROLE svc_own LOGIN IN ROLE idempotency_app" \
+		-c "GRANT CONNECT ON DATABASE shop_own TO svc_own" \
+		-c 'ALTER ROLE svc_own IN DATABASE shop_own SET search_path = "$user", public, idempotency'); then
+		check "plain/own-schema (docs/managed.md's $n lines: the service claims through its search_path)" "idempotency|new" svc_own shop_own \
+			"SELECT c.relnamespace::regnamespace, (idem_claim('own-1', '{}')).outcome FROM pg_class c WHERE c.oid = 'idempotency_keys'::regclass"
+		refused "plain/own-schema-outsider (no USAGE on schema idempotency: refused before any lock)" 42501 outsider shop_own \
+			"CREATE RULE r AS ON INSERT TO idempotency.idempotency_keys DO INSTEAD NOTHING" "permission denied for schema idempotency"
+	elif [ "$n" -ge 0 ]; then
+		notok "plain/own-schema (docs/managed.md's block: $n psql lines, or the service role)" "$out"
+	fi
+else
+	notok "plain/own-schema (CREATE DATABASE shop_own)" "$out"
+fi
+
+# --- the version, and the upgrade scripts ----------------------------------
+# idem__version() answers the version each installation is (the plain
+# script's has no pg_extension row); the plain script over an installation
+# is refused (42710) before it changes anything.  Then the update machinery,
+# which edition/updates/ leaves unrun until a second version: build.sh on a
+# copy of the sources with one step $version--$version-next (a comment), its
+# plain upgrade script refused where the schema has no edition (55000), run
+# over a plain installation (the version moved, the step done, claims
+# answered), refused run again (55000); its pg_tle update path taken by
+# ALTER EXTENSION UPDATE, which sets idem__version() too
+check "plain/version (idem__version(), the plain script's installation)" "$version" owner_cr shop_cr "SELECT idem__version()"
+[ -n "$tle_ready" ] && check "pgtle/version (idem__version(), the extension's)" "$version" app_owner payments "SELECT idem__version()"
+refused "plain/installed-twice (the plain script over its installation: refused, naming it)" 42710 owner_cr shop_cr \
+	"\\i $PLAIN" "schema public already has idempotency $version"
+next=$version-next
+upd=$DIR/updates-build
+# (the sources by name: DIR may be under edition/, as test/lib/suites.sh's is)
+UP=$upd/dist/idempotency-sql--$version--$next.sql
+if ! out=$(rm -rf "$upd" && mkdir -p "$upd/edition/updates" &&
+	cp -r "$root"/edition/{build.sh,dbdev-README.md,*.sql,fragments,functions} "$upd/edition/" 2>&1 &&
+	cp "$root/idempotency.control" "$upd/" 2>&1 &&
+	printf "COMMENT ON TABLE idempotency_settings IS 'updated to %s';\n" "$next" >"$upd/edition/updates/$version--$next.sql" &&
+	bash "$upd/edition/build.sh" "$upd/dist" 2>&1) || [ ! -f "$UP" ]; then
+	notok "updates/build (edition/build.sh with one step $version--$next)" "$out"
+elif ! out=$(q postgres postgres -c "CREATE DATABASE shop_up OWNER owner_cr") || ! out=$(plain_install owner_cr shop_up); then
+	notok "updates/plain-install (shop_up)" "$out"
+else
+	refused "plain/over-a-table (the plain script where the schema has a relation idempotency_keys: refused)" 42710 owner_cr shop_up \
+		"CREATE SCHEMA other; CREATE TABLE other.idempotency_keys (k text); SET search_path = other; \\i $PLAIN" \
+		"schema other already has a relation idempotency_keys"
+	refused "updates/plain-no-edition (the upgrade script where the schema has none: refused)" 55000 owner_cr shop_up \
+		"CREATE SCHEMA elsewhere; SET search_path = elsewhere; \\i $UP" \
+		"this script upgrades idempotency $version, but schema elsewhere has no idempotency"
+	if out=$(q owner_cr shop_up -f "$UP"); then
+		check "updates/plain (the plain upgrade script: version, the step, a claim)" "$next|updated to $next|new" owner_cr shop_up \
+			"SELECT idem__version(), obj_description('idempotency_settings'::regclass, 'pg_class'), (idem_claim('up-1', '{}')).outcome"
+	else
+		notok "updates/plain (the plain upgrade script failed)" "$out"
+	fi
+	refused "updates/plain-twice (the upgrade script run again: refused, naming the version there)" 55000 owner_cr shop_up \
+		"\\i $UP" "this script upgrades idempotency $version, but schema public has idempotency $next"
+fi
+if [ -f "$UP" ]; then
+	if out=$(q rds_admin postgres -c "CREATE DATABASE payments_up OWNER app_owner") &&
+		out=$(q postgres payments_up -c "CREATE EXTENSION pg_tle") &&
+		out=$(q rds_admin payments_up -f "$upd/dist/idempotency-pgtle--$version.sql") &&
+		out=$(q app_owner payments_up -c "CREATE EXTENSION idempotency" -c "ALTER EXTENSION idempotency UPDATE TO '$next'"); then
+		check "updates/pgtle (pgtle.install_update_path, ALTER EXTENSION UPDATE: extversion, idem__version(), the step)" \
+			"$next|$next|updated to $next" app_owner payments_up \
+			"SELECT e.extversion, idem__version(), obj_description('idempotency_settings'::regclass, 'pg_class')
+			 FROM pg_extension e WHERE e.extname = 'idempotency'"
+	else
+		notok "updates/pgtle (the update path from $version to $next)" "$out"
+	fi
 fi
 
 # --- README's lines for a managed service ----------------------------------
