@@ -13,8 +13,9 @@
  *
  * With wait => true and no row level security applying to the caller, the
  * keys without a row are written in one INSERT (the C build's
- * InsertNewKeys): the lock of each such key in byte order, then the times
- * (after the locks), then INSERT ... ON CONFLICT DO NOTHING of them all.
+ * InsertNewKeys): the lock of each such key, and of each key whose row
+ * idem_claim is to write, in byte order, then the times (after the locks),
+ * then INSERT ... ON CONFLICT DO NOTHING of the new ones.
  * Every other key goes through idem_claim (await_result 0: a batch does not
  * wait for keys in flight).  The rows the call wrote are moved forward at
  * its end when it may have waited after writing them (idem__restamp).
@@ -29,10 +30,19 @@
  *   ends); a merely slow call moves its rows too (one write more a row, the
  *   same times).  A row made final by the attempts limit is not moved.
  * - The keys that have a row are found before the locks, and only the
- *   others are locked and given a token (the C build locks every key and
- *   draws a token for each, then lets go of the locks of keys that had a
- *   row; PL/pgSQL cannot let go of a transaction-level advisory lock): the
- *   token values drawn differ, never their order or uniqueness.
+ *   others are given a token (the C build locks every key and draws a
+ *   token for each, then lets go of the locks of keys that had a row;
+ *   PL/pgSQL cannot let go of a transaction-level advisory lock): the
+ *   token values drawn differ, never their order or uniqueness.  The keys
+ *   locked, in byte order before the INSERT, are those without a row and
+ *   those whose row the call is to write (idem_claim's renew or takeover:
+ *   past its expiry, a stale claim under reclaim, failed retryable, with
+ *   the same request): locking these only later, from idem_claim, while
+ *   holding the locks of the new keys after them, let two batches of the
+ *   same keys wait on each other in a cycle (40P01) when such a key's row
+ *   was deleted between their reads (idem_expire, a release), so that the
+ *   other batch saw it new and locked it first.  Keys only read (replay,
+ *   in_progress, stale under hold, mismatch) are not locked.
  * - "mismatch" is decided on the row read just before that key's
  *   idem_claim; a row rewritten with another request by a transaction that
  *   commits between that read and idem_claim's fails the call with IK001
@@ -90,6 +100,7 @@ DECLARE
     new_keys text[] := '{}';
     new_tokens bigint[] := '{}';
     new_hashes bytea[] := '{}';
+    lock_keys text[] := '{}';
     t bigint;
     inserted_key text;
     inserted_token bigint;
@@ -216,21 +227,39 @@ BEGIN
             new_keys := new_keys OPERATOR(pg_catalog.||) k;
             new_hashes := new_hashes OPERATOR(pg_catalog.||) hashes[j];
         END LOOP;
-        /* the keys that have a row are left to idem_claim, unlocked */
-        SELECT COALESCE(pg_catalog.array_agg(u.k ORDER BY u.o), '{}'), COALESCE(pg_catalog.array_agg(u.h ORDER BY u.o), '{}')
-          INTO new_keys, new_hashes
+        /*
+         * the keys that have a row are left to idem_claim; of those, the
+         * ones it is to write (DecideClaim's renew and takeover, the
+         * attempts limit included) are locked here with the new keys, in
+         * byte order, so that the call never waits for a key's lock while
+         * holding the lock of a key after it
+         */
+        now_ts := pg_catalog.clock_timestamp();
+        SELECT COALESCE(pg_catalog.array_agg(u.k ORDER BY u.o) FILTER (WHERE x.key IS NULL), '{}'),
+               COALESCE(pg_catalog.array_agg(u.h ORDER BY u.o) FILTER (WHERE x.key IS NULL), '{}'),
+               COALESCE(pg_catalog.array_agg(u.k ORDER BY u.o) FILTER (
+                   WHERE x.key IS NULL
+                      OR (x.expires_at OPERATOR(pg_catalog.<=) now_ts
+                          AND (reclaim OR x.status OPERATOR(pg_catalog.<>) 'processing'))
+                      OR ((x.request_hash OPERATOR(pg_catalog.=) u.h OR (x.request_hash IS NULL AND u.h IS NULL))
+                          AND ((x.status OPERATOR(pg_catalog.=) 'failed' AND x.retryable)
+                               OR (reclaim AND x.status OPERATOR(pg_catalog.=) 'processing'
+                                   AND (x.locked_until IS NULL OR x.locked_until OPERATOR(pg_catalog.<=) now_ts))))), '{}')
+          INTO new_keys, new_hashes, lock_keys
           FROM ROWS FROM (pg_catalog.unnest(new_keys), pg_catalog.unnest(new_hashes)) WITH ORDINALITY AS u(k, h, o)
-         WHERE NOT EXISTS (SELECT FROM idempotency_keys x
-                            WHERE x.scope OPERATOR(pg_catalog.=) v_scope AND x.key OPERATOR(pg_catalog.=) u.k);
+          LEFT JOIN idempotency_keys x
+            ON x.scope OPERATOR(pg_catalog.=) v_scope AND x.key OPERATOR(pg_catalog.=) u.k;
+        FOREACH k IN ARRAY lock_keys LOOP
+            /* past the 64 key locks a transaction holds, idem__lock_key takes none (wait => true) */
+            IF NOT locks_full THEN
+                locks_full := idem__key_locks_held() OPERATOR(pg_catalog.>=) 64;
+                IF NOT locks_full THEN
+                    PERFORM idem__lock_key(v_scope, k, true);
+                END IF;
+            END IF;
+        END LOOP;
         IF pg_catalog.cardinality(new_keys) OPERATOR(pg_catalog.>) 0 THEN
             FOREACH k IN ARRAY new_keys LOOP
-                /* past the 64 key locks a transaction holds, idem__lock_key takes none (wait => true) */
-                IF NOT locks_full THEN
-                    locks_full := idem__key_locks_held() OPERATOR(pg_catalog.>=) 64;
-                    IF NOT locks_full THEN
-                        PERFORM idem__lock_key(v_scope, k, true);
-                    END IF;
-                END IF;
                 --@ next_token VAR=t SEQ=idempotency_token_seq
                 new_tokens := new_tokens OPERATOR(pg_catalog.||) t;
             END LOOP;
