@@ -194,12 +194,13 @@ CompareTokens(const void *p, const void *q)
  * ON CONFLICT DO NOTHING of them all (IDEM_STMT_INSERT_MANY), with the
  * lease and expiry taken after the locks.  Each key it wrote is new and
  * gets item->token; a key that has a row is left to IdemClaim, which reads
- * it (and finds the key's lock held already).  items are sorted; only the
+ * it (and finds the key's lock held already).  Returns the count of key
+ * locks held before (IdemUnlockKeySince's mark).  items are sorted; only the
  * first of equal keys is written here, the later ones being duplicates of
  * it.  Its times come from the call's stamp, which moves them forward at
  * the call's end if the call waits after them (stamp.c).
  */
-static void
+static int
 InsertNewKeys(IdemClaimArgs *a, BatchItem *items, int n)
 {
 	Datum	   *keys = palloc(sizeof(Datum) * n);
@@ -262,19 +263,13 @@ InsertNewKeys(IdemClaimArgs *a, BatchItem *items, int n)
 		found->item->token = key.token;
 	}
 	/*
-	 * A key that has a row is only read (a replay, in_progress, a
-	 * mismatch) unless IdemClaim must take it over, which takes its lock
-	 * again: let go of the lock taken for it here, as a single claim that
-	 * reads a key takes none, so that another batch replaying the key does
-	 * not wait for this transaction.
+	 * A key that has a row keeps the lock taken for it here until
+	 * IdemClaim has read it (idem_claim_batch lets go of it then unless
+	 * it wrote the row): let go of now and taken again by a takeover, it
+	 * could be taken in between by another batch that holds, or waits
+	 * for, a later key of this one, a cycle.
 	 */
-	for (int j = 0; j < m; j++)
-	{
-		if (drawn[j].item->token != 0)
-			continue;
-		a->key = drawn[j].item->key;
-		IdemUnlockKeySince(a, mark);
-	}
+	return mark;
 }
 
 /* The answer for a key InsertNewKeys wrote: new, its token, processing */
@@ -311,6 +306,7 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 	text	   *scope;
 	int			n;
 	int			pin;
+	int			mark = -1;		/* InsertNewKeys': key locks held before */
 	Size		answer_bytes = 0;
 
 	if (PG_ARGISNULL(BATCH_ARG_SCOPE))
@@ -360,7 +356,7 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 	 */
 	if (a.wait && !IdemCitusPresent() && IdemKeysHaveAttempts(a.nspid) &&
 		!IdemRlsApplies(a.nspid))
-		InsertNewKeys(&a, items, n);
+		mark = InsertNewKeys(&a, items, n);
 	for (int i = 0; i < n; i++)
 	{
 		BatchItem  *item = &items[i];
@@ -380,6 +376,18 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 			/* a connection of its own, so that what the claim read goes with it */
 			item_pin = IdemConnect();
 			(void) IdemClaim(&a, claim_desc, values + 1, nulls + 1);
+
+			/*
+			 * A key InsertNewKeys locked that IdemClaim only read (a
+			 * replay, in_progress, a mismatch): let go of its lock, as a
+			 * single claim that reads a key takes none, so that another
+			 * batch replaying the key does not wait for this transaction.
+			 * Not for a key given twice: its first decided (items are
+			 * sorted), and the lock of a row it wrote stays.
+			 */
+			if (mark >= 0 && !a.wrote &&
+				!(i > 0 && IdemCompareKeys(item->key, items[i - 1].key) == 0))
+				IdemUnlockKeySince(&a, mark);
 		}
 		values[0] = PointerGetDatum(item->key);
 		nulls[0] = false;

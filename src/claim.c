@@ -543,6 +543,7 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 	IdemRow		row;
 
 	memset(nulls, true, sizeof(bool) * IDEM_CLAIM_NCOLUMNS);
+	a->wrote = false;
 
 	/* await_result: wait, holding nothing, for a claim in flight (await.c) */
 	if (IdemAwaitInFlight(a))
@@ -586,14 +587,14 @@ IdemClaim(IdemClaimArgs *a, TupleDesc desc, Datum *values, bool *nulls)
 			case ACT_INSERT:
 			case ACT_RENEW:
 			case ACT_TAKEOVER:
-				if (WriteClaim(a, act, &row, reclaim, &busy))
+				if ((a->wrote = WriteClaim(a, act, &row, reclaim, &busy)))
 					outcome = act == ACT_TAKEOVER ? IDEM_OUTCOME_RECLAIMED : IDEM_OUTCOME_NEW;
 				else if (busy)
 					outcome = IDEM_OUTCOME_IN_PROGRESS;
 				/* else a claim committed meanwhile: read it */
 				break;
 			case ACT_EXHAUST:
-				if (ExhaustClaim(a, &row, reclaim, desc, &busy))
+				if ((a->wrote = ExhaustClaim(a, &row, reclaim, desc, &busy)))
 					outcome = IDEM_OUTCOME_REPLAY;
 				else if (busy)
 					outcome = IDEM_OUTCOME_IN_PROGRESS;

@@ -26,6 +26,7 @@ typedef struct IdemClaimArgs
 	int32		max_attempts;	/* takeovers past this many attempts end the key; 0: no limit */
 	Interval   *await_result;	/* wait this long for a claim in flight; NULL: not at all */
 	bool		answer_mismatch;	/* IDEM_OUTCOME_MISMATCH rather than ERROR IK001 */
+	bool		wrote;			/* set by IdemClaim: it wrote the key's row */
 	Oid			nspid;
 	TimestampTz now;			/* the time the claim is made at */
 	IdemStamp	stamp;			/* the times the call writes (IdemStampEnd at its end) */
