@@ -119,6 +119,25 @@ $$;
 SELECT key, status, response_code, response FROM idempotency_keys
  WHERE scope = 'm1' AND key IN ('sp', 'sp-block') ORDER BY key;
 ROLLBACK;
+-- a savepoint rolled back after it claimed anew a key the transaction had
+-- claimed before (released, or failed retryable, then claimed again): the
+-- row is the earlier claim's again, and so is the token left out
+BEGIN;
+SELECT outcome FROM idem_claim('sp-again', NULL, 'm1');
+SAVEPOINT s;
+SELECT idem_release('sp-again', 'm1');
+SELECT outcome FROM idem_claim('sp-again', NULL, 'm1');
+ROLLBACK TO SAVEPOINT s;
+SAVEPOINT s;
+SELECT idem_fail('sp-again', 'm1');
+SELECT outcome FROM idem_claim('sp-again', NULL, 'm1');
+SAVEPOINT inner_s;
+SELECT idem_checkpoint('sp-again', 'step', 'm1');
+RELEASE SAVEPOINT inner_s;
+ROLLBACK TO SAVEPOINT s;
+SELECT idem_complete('sp-again', 200, '{"first": 1}', 'm1');
+SELECT status, response FROM idem_lookup('sp-again', 'm1');
+ROLLBACK;
 
 -- NULL arguments
 SELECT idem_complete(NULL, 200, '{}');

@@ -53,5 +53,6 @@ IdemStampWrite(IdemClaimArgs *a, IdemStmt stmt, IdemArgs *args)
 /* The claims this transaction made, so that it may leave their tokens out */
 extern void IdemRememberClaim(text *scope, text *key, int64 token);
 extern bool IdemRecallClaim(text *scope, text *key, int64 *token);
+extern void IdemClaimedInit(void);
 
 #endif							/* IDEMPOTENCY_CLAIMED_H */

@@ -19,6 +19,7 @@
 
 #include "settings.h"
 #include "keylock.h"
+#include "claimed.h"
 #include "worker.h"
 #include "shmem.h"
 #include "stats.h"
@@ -41,6 +42,7 @@ _PG_init(void)
 	IdemWorkerInit();
 	IdemGuardInit();
 	IdemKeyLockInit();
+	IdemClaimedInit();
 
 	MarkGUCPrefixReserved("idempotency");
 }
