@@ -330,8 +330,17 @@ IdemStampEnd(IdemStamp *s, Oid nspid)
 											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)));
 	MemoryContextSwitchTo(old);
 	IdemArg(&args, IDEM_PARAM_NOW, TimestampTzGetDatum(GetCurrentTimestamp()));
+	/*
+	 * None of its rows found: only row level security hides a row this
+	 * transaction wrote, when what its policies read (a mapping table)
+	 * changed while the call waited
+	 */
 	if (IdemExecute(IDEM_STMT_RESTAMP, nspid, &args, false, 0) == 0)
-		elog(ERROR, "could not move the idempotency key rows forward after a wait");
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not move the idempotency key rows forward after a wait"),
+				 errdetail("The rows this call wrote are no longer visible to it: what the table's row level security policies read changed meanwhile."),
+				 errhint("Retry the transaction.")));
 	s->nrows = 0;
 	s->waited = false;
 	return true;

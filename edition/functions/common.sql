@@ -908,7 +908,13 @@ BEGIN
        AND k.token OPERATOR(pg_catalog.=) w.token;
     GET DIAGNOSTICS n = ROW_COUNT;
     IF n OPERATOR(pg_catalog.=) 0 THEN
-        RAISE EXCEPTION 'could not move the idempotency key rows forward after a wait';
+        -- only row level security hides a row this transaction wrote, when
+        -- what its policies read (a mapping table) changed meanwhile
+        RAISE EXCEPTION USING
+            ERRCODE = 'serialization_failure',
+            MESSAGE = 'could not move the idempotency key rows forward after a wait',
+            DETAIL = 'The rows this call wrote are no longer visible to it: what the table''s row level security policies read changed meanwhile.',
+            HINT = 'Retry the transaction.';
     END IF;
     RETURN true;
 END
