@@ -606,6 +606,7 @@ $out" ;;
 # --- pg_cron: scheduled now, checked at the end (its first run can be a
 # minute away) --------------------------------------------------------------
 CRON_READY=""
+CRON_DOC_READY=""
 cron_schedule() {
 	local out
 	# the service: pg_cron in cron.database_name, its schema for the
@@ -626,19 +627,48 @@ FROM generate_series(1, 3) i;
 INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at, response_code)
 VALUES ('cron', 'live', 'completed', nextval('idempotency_token_seq'), now(), now(), now() + interval '1 day', 200);
 SQL
-	) && out=$(q payments_ops payments -c "SELECT cron.schedule('idempotency-expire', '$SCHEDULE', 'SELECT idem_expire(100000)') > 0"); then
+	) && out=$(q payments_ops payments -c "SELECT cron.schedule('expire-payments', '$SCHEDULE', 'SELECT idem_expire(100000)') > 0"); then
 		CRON_READY=1
 	else
 		notok "cron/expire (the rows, or cron.schedule as payments_ops)" "$out"
 	fi
+	# docs/managed.md's own statement, as written (its "shop" the plain
+	# script's shop_cr), by payments_ops where pg_cron lives, after the
+	# grant the text after it names; rows past expires_at in shop_cr
+	local doc
+	doc=$(awk '/excerpt: needs pg_cron; test\/edition\/install.sh runs it/ { on = 1; next }
+	           on && /^```sql$/ { blk = 1; next } blk && /^```$/ { exit } blk { print }' "$root/docs/managed.md")
+	if [ -n "$doc" ] &&
+		out=$(q postgres payments -c "GRANT EXECUTE ON FUNCTION cron.schedule_in_database(text, text, text, text, text, boolean) TO payments_ops") &&
+		out=$(q owner_cr shop_cr -c "GRANT CONNECT ON DATABASE shop_cr TO payments_ops" -c "
+INSERT INTO idempotency_keys (scope, key, status, token, created_at, updated_at, expires_at, response_code)
+SELECT 'cron', 'old-' || i, 'completed', nextval('idempotency_token_seq'), now() - interval '2 days',
+       now() - interval '2 days', now() - interval '1 day', 200
+FROM generate_series(1, 3) i") &&
+		out=$(q payments_ops payments -c "${doc//\'shop\'/\'shop_cr\'}"); then
+		CRON_DOC_READY=1
+	else
+		notok "cron/docs-schedule-in-database (docs/managed.md's cron.schedule_in_database, as payments_ops)" "${out:-no statement found after the marker}"
+	fi
 }
 cron_check() {
-	local left="" runs
+	local left="" left_doc="" runs
 	for _ in $(seq 300); do
 		left=$(q postgres payments -c "SELECT count(*) FROM idempotency_keys WHERE scope = 'cron' AND key LIKE 'old-%'")
-		[ "$left" = 0 ] && break
+		[ -n "$CRON_DOC_READY" ] &&
+			left_doc=$(q postgres shop_cr -c "SELECT count(*) FROM idempotency_keys WHERE scope = 'cron' AND key LIKE 'old-%'")
+		[ "$left" = 0 ] && [ "${left_doc:-0}" = 0 ] && break
 		sleep 0.5
 	done
+	if [ -n "$CRON_DOC_READY" ]; then
+		if [ "$left_doc" = 0 ]; then
+			ok "cron/docs-schedule-in-database (docs/managed.md's statement as written, as payments_ops, run in shop_cr: the rows past expires_at went)"
+		else
+			notok "cron/docs-schedule-in-database ($left_doc rows past expires_at left in shop_cr after 150 s)" \
+				"$(q postgres payments -c "SELECT string_agg(DISTINCT status || ' ' || coalesce(return_message, ''), '; ') FROM cron.job_run_details d JOIN cron.job j USING (jobid) WHERE j.database = 'shop_cr'")"
+		fi
+		q payments_ops payments -c "SELECT cron.unschedule('idempotency-expire')" >/dev/null
+	fi
 	runs=$(q postgres payments -c "SELECT string_agg(DISTINCT status || ' ' || coalesce(return_message, ''), '; ') FROM cron.job_run_details")
 	if [ "$left" = 0 ]; then
 		check "cron/expire (pg_cron $CRONV, '$SCHEDULE', as payments_ops: the rows past expires_at went, the live one stayed)" \
@@ -647,7 +677,7 @@ cron_check() {
 		notok "cron/expire (pg_cron $CRONV, '$SCHEDULE': $left rows past expires_at left after 150 s)" "runs: $runs
 $(grep -i cron "$DIR/server.log" | tail -n 10)"
 	fi
-	q payments_ops payments -c "SELECT cron.unschedule('idempotency-expire')" >/dev/null
+	q payments_ops payments -c "SELECT cron.unschedule('expire-payments')" >/dev/null
 }
 
 flow shop_cr owner_cr
