@@ -307,6 +307,7 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 	int			n;
 	int			pin;
 	int			mark = -1;		/* InsertNewKeys': key locks held before */
+	bool		key_wrote = false;	/* an item of this key wrote its row */
 	Size		answer_bytes = 0;
 
 	if (PG_ARGISNULL(BATCH_ARG_SCOPE))
@@ -369,26 +370,35 @@ idem_claim_batch(PG_FUNCTION_ARGS)
 		context.arg = item;
 		a.key = item->key;
 		a.hash = item->hash;
+		if (!(i > 0 && IdemCompareKeys(item->key, items[i - 1].key) == 0))
+			key_wrote = false;	/* the first item of its key (items are sorted) */
 		if (item->token != 0)
+		{
 			PackNew(&a, item, claim_desc, values + 1, nulls + 1);
+			key_wrote = true;
+		}
 		else
 		{
 			/* a connection of its own, so that what the claim read goes with it */
 			item_pin = IdemConnect();
 			(void) IdemClaim(&a, claim_desc, values + 1, nulls + 1);
-
-			/*
-			 * A key InsertNewKeys locked that IdemClaim only read (a
-			 * replay, in_progress, a mismatch): let go of its lock, as a
-			 * single claim that reads a key takes none, so that another
-			 * batch replaying the key does not wait for this transaction.
-			 * Not for a key given twice: its first decided (items are
-			 * sorted), and the lock of a row it wrote stays.
-			 */
-			if (mark >= 0 && !a.wrote &&
-				!(i > 0 && IdemCompareKeys(item->key, items[i - 1].key) == 0))
-				IdemUnlockKeySince(&a, mark);
+			key_wrote = key_wrote || a.wrote;
 		}
+
+		/*
+		 * A key InsertNewKeys locked that IdemClaim only read (a replay,
+		 * in_progress, a mismatch): let go of its lock, as a single claim
+		 * that reads a key takes none, so that another batch replaying the
+		 * key does not wait for this transaction.  A key given twice is
+		 * decided at its last item: let go of after an earlier one only
+		 * read it, the lock could be taken by another batch (holding, or
+		 * waiting for, a later key of this one) before a later item, with
+		 * another request, takes the row over and takes the lock again: a
+		 * cycle.  The lock of a row any of its items wrote stays.
+		 */
+		if (mark >= 0 && !key_wrote &&
+			!(i + 1 < n && IdemCompareKeys(item->key, items[i + 1].key) == 0))
+			IdemUnlockKeySince(&a, mark);
 		values[0] = PointerGetDatum(item->key);
 		nulls[0] = false;
 		/* the row about to be kept, counted before it is */
