@@ -37,7 +37,7 @@
  *   locked, in byte order before the INSERT, are those without a row and
  *   those whose row the call is to write (idem_claim's renew or takeover:
  *   past its expiry, a stale claim under reclaim, failed retryable, with
- *   the same request): locking these only later, from idem_claim, while
+ *   the same request as any of the key's items): locking these only later, from idem_claim, while
  *   holding the locks of the new keys after them, let two batches of the
  *   same keys wait on each other in a cycle (40P01) when such a key's row
  *   was deleted between their reads (idem_expire, a release), so that the
@@ -101,6 +101,8 @@ DECLARE
     new_tokens bigint[] := '{}';
     new_hashes bytea[] := '{}';
     lock_keys text[] := '{}';
+    all_keys text[] := '{}';
+    all_hashes bytea[] := '{}';
     t bigint;
     inserted_key text;
     inserted_token bigint;
@@ -223,6 +225,8 @@ BEGIN
         FOR i IN 1 .. n LOOP
             j := ord[i];
             k := v_keys[j];
+            all_keys := all_keys OPERATOR(pg_catalog.||) k;
+            all_hashes := all_hashes OPERATOR(pg_catalog.||) hashes[j];
             CONTINUE WHEN i OPERATOR(pg_catalog.>) 1 AND k OPERATOR(pg_catalog.=) v_keys[ord[i OPERATOR(pg_catalog.-) 1]];
             new_keys := new_keys OPERATOR(pg_catalog.||) k;
             new_hashes := new_hashes OPERATOR(pg_catalog.||) hashes[j];
@@ -232,23 +236,30 @@ BEGIN
          * ones it is to write (DecideClaim's renew and takeover, the
          * attempts limit included) are locked here with the new keys, in
          * byte order, so that the call never waits for a key's lock while
-         * holding the lock of a key after it
+         * holding the lock of a key after it; a key given twice is locked
+         * when any of its requests would write it (an earlier one, with
+         * another request, answering mismatch)
          */
         now_ts := pg_catalog.clock_timestamp();
         SELECT COALESCE(pg_catalog.array_agg(u.k ORDER BY u.o) FILTER (WHERE x.key IS NULL), '{}'),
-               COALESCE(pg_catalog.array_agg(u.h ORDER BY u.o) FILTER (WHERE x.key IS NULL), '{}'),
-               COALESCE(pg_catalog.array_agg(u.k ORDER BY u.o) FILTER (
-                   WHERE x.key IS NULL
-                      OR (x.expires_at OPERATOR(pg_catalog.<=) now_ts
-                          AND (reclaim OR x.status OPERATOR(pg_catalog.<>) 'processing'))
-                      OR ((x.request_hash OPERATOR(pg_catalog.=) u.h OR (x.request_hash IS NULL AND u.h IS NULL))
-                          AND ((x.status OPERATOR(pg_catalog.=) 'failed' AND x.retryable)
-                               OR (reclaim AND x.status OPERATOR(pg_catalog.=) 'processing'
-                                   AND (x.locked_until IS NULL OR x.locked_until OPERATOR(pg_catalog.<=) now_ts))))), '{}')
-          INTO new_keys, new_hashes, lock_keys
+               COALESCE(pg_catalog.array_agg(u.h ORDER BY u.o) FILTER (WHERE x.key IS NULL), '{}')
+          INTO new_keys, new_hashes
           FROM ROWS FROM (pg_catalog.unnest(new_keys), pg_catalog.unnest(new_hashes)) WITH ORDINALITY AS u(k, h, o)
           LEFT JOIN idempotency_keys x
             ON x.scope OPERATOR(pg_catalog.=) v_scope AND x.key OPERATOR(pg_catalog.=) u.k;
+        SELECT COALESCE(pg_catalog.array_agg(g.k ORDER BY g.o), '{}') INTO lock_keys
+          FROM (SELECT u.k, pg_catalog.min(u.o) AS o
+                  FROM ROWS FROM (pg_catalog.unnest(all_keys), pg_catalog.unnest(all_hashes)) WITH ORDINALITY AS u(k, h, o)
+                  LEFT JOIN idempotency_keys x
+                    ON x.scope OPERATOR(pg_catalog.=) v_scope AND x.key OPERATOR(pg_catalog.=) u.k
+                 WHERE x.key IS NULL
+                    OR (x.expires_at OPERATOR(pg_catalog.<=) now_ts
+                        AND (reclaim OR x.status OPERATOR(pg_catalog.<>) 'processing'))
+                    OR ((x.request_hash OPERATOR(pg_catalog.=) u.h OR (x.request_hash IS NULL AND u.h IS NULL))
+                        AND ((x.status OPERATOR(pg_catalog.=) 'failed' AND x.retryable)
+                             OR (reclaim AND x.status OPERATOR(pg_catalog.=) 'processing'
+                                 AND (x.locked_until IS NULL OR x.locked_until OPERATOR(pg_catalog.<=) now_ts))))
+                 GROUP BY u.k) AS g;
         FOREACH k IN ARRAY lock_keys LOOP
             /* past the 64 key locks a transaction holds, idem__lock_key takes none (wait => true) */
             IF NOT locks_full THEN
