@@ -157,11 +157,16 @@ EOF
 
 # installed_version: a DO block's statements that set "found" to the
 # version of the edition in the current schema (NULL: none), read from
-# idem__version()'s body, and "keys" to whether the schema has a relation
-# idempotency_keys; nothing of the schema's is run
+# idem__version()'s body, "owner" to that function's owner, and "keys" to
+# whether the schema has a relation idempotency_keys; nothing of the
+# schema's is run.  A role that may create in the schema can write such a
+# body too: an upgrade also checks that the function is the current
+# user's (the objects' owner runs it)
 installed_version() {
 	cat <<'EOF'
-    SELECT pg_catalog.substring(p.prosrc, '^SELECT ''([^'']*)''::pg_catalog\.text$') INTO found
+    SELECT pg_catalog.substring(p.prosrc, '^SELECT ''([^'']*)''::pg_catalog\.text$'),
+           pg_catalog.pg_get_userbyid(p.proowner)
+      INTO found, owner
       FROM pg_catalog.pg_proc p
      WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(
                pg_catalog.quote_ident(pg_catalog.current_schema()) OPERATOR(pg_catalog.||) '.idem__version()');
@@ -251,6 +256,7 @@ tle=$out/idempotency-pgtle--$version.sql
 			echo "DO \$idem_upgrade\$"
 			echo "DECLARE"
 			echo "    found text;"
+			echo "    owner name;"
 			echo "    keys boolean;"
 			echo "BEGIN"
 			installed_version
@@ -263,6 +269,15 @@ tle=$out/idempotency-pgtle--$version.sql
 			echo "                                             WHEN keys THEN 'an idempotency_keys table but not the SQL edition''s plain script'"
 			echo "                                             ELSE 'no idempotency' END),"
 			echo "            HINT = 'Set search_path to the schema the plain script was installed into, and run the upgrade scripts from its version on, in order.';"
+			echo "    END IF;"
+			echo "    -- a body any role that may create in the schema could have written:"
+			echo "    -- the edition's own is its objects' owner's, who runs this script"
+			echo "    IF owner OPERATOR(pg_catalog.<>) CURRENT_USER THEN"
+			echo "        RAISE EXCEPTION USING"
+			echo "            ERRCODE = 'insufficient_privilege',"
+			echo "            MESSAGE = pg_catalog.format('idem__version() in schema %I is owned by role %I, not by the role running this script (%I)',"
+			echo "                                        pg_catalog.current_schema(), owner, CURRENT_USER),"
+			echo "            HINT = 'Run the upgrade scripts as the role that owns the objects of the SQL edition (SET ROLE to it).';"
 			echo "    END IF;"
 			echo "END"
 			echo "\$idem_upgrade\$;"
@@ -323,6 +338,7 @@ plain=$out/idempotency-sql--$version.sql
 	echo "DO \$idem_installed\$"
 	echo "DECLARE"
 	echo "    found text;"
+	echo "    owner name;"
 	echo "    keys boolean;"
 	echo "BEGIN"
 	installed_version

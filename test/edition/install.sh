@@ -313,7 +313,8 @@ fi
 # is refused (42710) before it changes anything.  Then the update machinery,
 # which edition/updates/ leaves unrun until a second version: build.sh on a
 # copy of the sources with one step $version--$version-next (a comment), its
-# plain upgrade script refused where the schema has no edition (55000), run
+# plain upgrade script refused where the schema has no edition (55000) or
+# where idem__version() is another role's (42501), run
 # over a plain installation (the version moved, the step done, claims
 # answered), refused run again (55000); its pg_tle update path taken by
 # ALTER EXTENSION UPDATE, which sets idem__version() too
@@ -340,6 +341,17 @@ else
 	refused "updates/plain-no-edition (the upgrade script where the schema has none: refused)" 55000 owner_cr shop_up \
 		"CREATE SCHEMA elsewhere; SET search_path = elsewhere; \\i $UP" \
 		"this script upgrades idempotency $version, but schema elsewhere has no idempotency"
+	# a body of the same text, written by another role that may create in
+	# a schema (here the superuser): not the edition's, refused before the
+	# step runs (reading the body alone, the check took it for $version)
+	if out=$(q postgres shop_up -c "CREATE SCHEMA spoof; GRANT USAGE ON SCHEMA spoof TO owner_cr" \
+		-c "CREATE FUNCTION spoof.idem__version() RETURNS text LANGUAGE sql AS \$v\$SELECT '$version'::pg_catalog.text\$v\$"); then
+		refused "updates/plain-foreign-owner (the upgrade script where idem__version() is another role's: refused)" 42501 owner_cr shop_up \
+			"SET search_path = spoof; \\i $UP" \
+			"idem__version() in schema spoof is owned by role postgres, not by the role running this script (owner_cr)"
+	else
+		notok "updates/plain-foreign-owner (setup)" "$out"
+	fi
 	if out=$(q owner_cr shop_up -f "$UP"); then
 		check "updates/plain (the plain upgrade script: version, the step, a claim)" "$next|updated to $next|new" owner_cr shop_up \
 			"SELECT idem__version(), obj_description('idempotency_settings'::regclass, 'pg_class'), (idem_claim('up-1', '{}')).outcome"
