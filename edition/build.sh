@@ -175,6 +175,23 @@ installed_version() {
 EOF
 }
 
+# plain_begin NAME: a plain script's start: one transaction, search_path
+# the current schema's (and pg_temp), then DO block NAME's head, up to
+# installed_version's statements; the caller writes the rest of its body
+plain_begin() {
+	echo "BEGIN;"
+	echo "SELECT pg_catalog.set_config('search_path',"
+	echo "    pg_catalog.quote_ident(pg_catalog.current_schema())"
+	echo "    OPERATOR(pg_catalog.||) ', pg_temp', true) AS search_path;"
+	echo "DO \$$1\$"
+	echo "DECLARE"
+	echo "    found text;"
+	echo "    owner name;"
+	echo "    keys boolean;"
+	echo "BEGIN"
+	installed_version
+}
+
 body() {
 	cat "$here/types.sql"
 	for f in "$here"/functions/*.sql; do
@@ -249,17 +266,7 @@ tle=$out/idempotency-pgtle--$version.sql
 			echo " * search_path set to the schema the plain script was installed into:"
 			echo " *   PGOPTIONS='-c search_path=SCHEMA' psql -v ON_ERROR_STOP=1 -d DB -f $(basename "$plainstep")"
 			echo " */"
-			echo "BEGIN;"
-			echo "SELECT pg_catalog.set_config('search_path',"
-			echo "    pg_catalog.quote_ident(pg_catalog.current_schema())"
-			echo "    OPERATOR(pg_catalog.||) ', pg_temp', true) AS search_path;"
-			echo "DO \$idem_upgrade\$"
-			echo "DECLARE"
-			echo "    found text;"
-			echo "    owner name;"
-			echo "    keys boolean;"
-			echo "BEGIN"
-			installed_version
+			plain_begin idem_upgrade
 			echo "    IF found IS DISTINCT FROM '$from' THEN"
 			echo "        RAISE EXCEPTION USING"
 			echo "            ERRCODE = 'object_not_in_prerequisite_state',"
@@ -330,18 +337,8 @@ plain=$out/idempotency-sql--$version.sql
 	echo " * transaction, as the role that is to own the objects (the database's owner):"
 	echo " *   psql -v ON_ERROR_STOP=1 -d DB -f $(basename "$plain")"
 	echo " */"
-	echo "BEGIN;"
-	echo "SELECT pg_catalog.set_config('search_path',"
-	echo "    pg_catalog.quote_ident(pg_catalog.current_schema())"
-	echo "    OPERATOR(pg_catalog.||) ', pg_temp', true) AS search_path;"
 	echo "/* not over an installation: the upgrade scripts move one from version to version */"
-	echo "DO \$idem_installed\$"
-	echo "DECLARE"
-	echo "    found text;"
-	echo "    owner name;"
-	echo "    keys boolean;"
-	echo "BEGIN"
-	installed_version
+	plain_begin idem_installed
 	echo "    IF found IS NOT NULL OR keys THEN"
 	echo "        RAISE EXCEPTION USING"
 	echo "            ERRCODE = 'duplicate_object',"
