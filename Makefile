@@ -69,7 +69,7 @@ REGRESS = setup claim attempts batch record hash guc input expire expire_backlog
 ISOLATION = claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await \
 	claim_repeatable_read claim_serializable takeover execute execute_race \
 	guard_index guard_matview guard_sequence guard_mapping_table \
-	key_lock_squat scope_probe key_lock_savepoints scope_policy_before_lock scope_policy_cache lease_after_wait row_type_change
+	key_lock_squat scope_probe key_lock_savepoints scope_policy_before_lock scope_policy_cache lease_after_wait restamp_hidden row_type_change
 # (row_type_change last: it moves a column of idempotency_keys to a new attnum)
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=test/output_iso \
 	--load-extension=idempotency

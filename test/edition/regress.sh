@@ -57,7 +57,7 @@ key_locks owner interval_calendar execute_rules response_dump_size key_lock_secr
 row_security_recorded"
 ISOLATION="claim_commit batch_order claim_rollback claim_nowait claim_vs_complete await
 claim_repeatable_read claim_serializable takeover execute execute_race scope_probe
-key_lock_savepoints scope_policy_before_lock lease_after_wait row_type_change"
+key_lock_savepoints scope_policy_before_lock lease_after_wait restamp_hidden row_type_change"
 # and those that do not, each with its reason
 declare -A EXCLUDED=(
 	[regress/guc]="the C library's settings as pg_settings lists them (bounds, contexts, units): the edition's are placeholder settings, read with their defaults"
