@@ -11,11 +11,8 @@
  * the holder or the worker could wait for: no key lock (a transaction-level
  * lock could not be let go after the wait), no row lock.  Nor does it wait
  * in a transaction that already holds a key lock or has written (has a
- * transaction id: its rows and row locks), nor in a backend that holds any
- * other lock a transaction could wait for (an advisory lock, of the session
- * or the transaction, a table locked in a mode stronger than ROW EXCLUSIVE:
- * HoldsLockOthersMayWaitFor): the holder might be waiting for that
- * transaction, and the waiter sleeps on a condition variable, not a
+ * transaction id: its rows and row locks): the holder might be waiting for
+ * that transaction, and the waiter sleeps on a condition variable, not a
  * lock, so the deadlock detector would not see the cycle.  The waiter reads
  * the key's row with a plain SELECT, which in READ COMMITTED takes a new
  * snapshot each time; it sleeps between reads and stops when the row is no
@@ -50,8 +47,6 @@
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/lock.h"
-#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -184,48 +179,6 @@ InFlight(const IdemRow *row, bytea *hash, TimestampTz now)
 		row->expires_at > now && IdemSameRequest(row->request_hash, hash);
 }
 
-/*
- * Does this backend hold a heavyweight lock that another transaction could
- * be waiting for, or come to wait for, with nothing to tell the deadlock
- * detector that it waits in turn for this one: any lock but a relation's
- * in the modes plain statements take (ACCESS SHARE, ROW SHARE, ROW
- * EXCLUSIVE: only DDL and explicit LOCK TABLE conflict with them) and its
- * own virtual transaction's.  An advisory lock (pg_advisory_xact_lock(),
- * pg_advisory_lock()) or a LOCK TABLE in a stronger mode says yes.  Reads
- * this backend's own lists of the shared lock table, one partition at a
- * time under its lock; the relation locks of those weak modes are mostly
- * in the backend's fast-path slots, off these lists, and are not wanted.
- * Called only when a wait is about to start.
- */
-static bool
-HoldsLockOthersMayWaitFor(void)
-{
-	const LOCKMASK weak = LOCKBIT_ON(AccessShareLock) | LOCKBIT_ON(RowShareLock) |
-		LOCKBIT_ON(RowExclusiveLock);
-	bool		holds = false;
-
-	for (int i = 0; i < NUM_LOCK_PARTITIONS && !holds; i++)
-	{
-		LWLock	   *partition = LockHashPartitionLockByIndex(i);
-		PROCLOCK   *pl;
-
-		LWLockAcquire(partition, LW_SHARED);
-		for (pl = IdemProcLockFirst(MyProc, i); pl != NULL && !holds;
-			 pl = IdemProcLockNext(MyProc, i, pl))
-		{
-			const LOCKTAG *tag = &pl->tag.myLock->tag;
-
-			if (pl->holdMask == 0 ||
-				tag->locktag_type == LOCKTAG_VIRTUALTRANSACTION ||
-				(tag->locktag_type == LOCKTAG_RELATION && (pl->holdMask & ~weak) == 0))
-				continue;
-			holds = true;
-		}
-		LWLockRelease(partition);
-	}
-	return holds;
-}
-
 /* Stop counting this backend among its slot's waiters */
 static void
 LeaveSlot(void)
@@ -302,9 +255,6 @@ IdemAwaitInFlight(IdemClaimArgs *a)
 			SPI_freetuptable(SPI_tuptable);
 			MemoryContextSwitchTo(caller);
 			if (!InFlight(&row, a->hash, now) || now >= deadline)
-				break;
-			/* about to wait: not while holding what the holder may wait for */
-			if (!slept && HoldsLockOthersMayWaitFor())
 				break;
 
 			/* until the next read: the poll, the lease's end, the deadline */
