@@ -49,7 +49,7 @@ test('card payment: 201 with the authorization; replays on either instance are b
   assert.equal((await lib.keyRow(SCOPE, key)).status, 'completed');
 });
 
-test('a retry that arrives during the card call waits for it: 201 with the first answer, not 409', async () => {
+test('a retry that arrives during a card call longer than the lease waits for it: 201 with the first answer, not 409', async () => {
   const key = lib.uid('card-retry');
   const order = lib.uid('order-card-retry');
   const req = { key, scope: SCOPE, card: true, body: { order, amount: 1500, currency: 'EUR' } };
@@ -61,6 +61,11 @@ test('a retry that arrives during the card call waits for it: 201 with the first
     first = lib.pay(a, req);
     await lib.waitFor('the authorization request at the card network',
       () => network.authorizations(SCOPE, key).length === 1);
+    // Longer than the lease: A's heartbeats keep the key A's (B would
+    // otherwise take it over and answer without the replay header).  One
+    // key, so its heartbeats wait for no other key's (test 3's 50 may lapse
+    // on a loaded machine).
+    await lib.sleep((LEASE_SECONDS * 1.5) * 1000);
     // The retry, on B, while A is at the card network: its claim waits
     // (await_result) in the database.
     retry = lib.pay(b, req);
@@ -79,7 +84,7 @@ test('a retry that arrives during the card call waits for it: 201 with the first
   assert.equal(await lib.countPayments(SCOPE, order), 1);
 });
 
-test('50 card payments in flight, retried on a second instance: one authorization and one payment each', async () => {
+test('50 card payments in flight, retried on a second instance: one authorization and one payment each', async (t) => {
   const N = 50;
   const reqs = Array.from({ length: N }, (_, i) => ({
     key: lib.uid(`card-load-${i}`), scope: SCOPE, card: true,
@@ -96,6 +101,7 @@ test('50 card payments in flight, retried on a second instance: one authorizatio
     return res;
   })));
   let released = false;
+  const takenOver = new Map(); // index -> B's first 201
   try {
     await lib.waitFor('all 50 authorization requests at the card network', () => {
       if (early) throw new Error(`a first request was answered (${early.status}: ${early.text}) while the card network held every answer; the network had ${network.counts()}`);
@@ -103,17 +109,28 @@ test('50 card payments in flight, retried on a second instance: one authorizatio
     });
 
     // Retries on B while A holds the keys: 409 with Retry-After once their
-    // AWAIT_RESULT_SECONDS ran out, nothing authorized again.
+    // AWAIT_RESULT_SECONDS ran out, nothing authorized again.  On a machine
+    // loaded enough that A's heartbeats come later than the lease, B takes
+    // a key over (A's claim is lost, as designed): B then finds A's
+    // authorization at the card network and answers 201 with it, never
+    // authorizing again.  Such a key is counted, and checked below.
     const retry = async () => {
       const rs = await Promise.all(reqs.map((r) => lib.pay(b, r)));
-      for (const r of rs) {
-        lib.assertProblem(r, 409);
-        assert.ok(Number(r.headers.get('retry-after')) >= 1);
-      }
+      rs.forEach((res, i) => {
+        const r = reqs[i];
+        if (res.status === 201) {
+          assert.deepEqual(network.authorizations(r.scope, r.key), [res.json().authorization_id],
+            `${r.key}: taken over by B, which answered ${res.text}`);
+          takenOver.set(i, takenOver.get(i) || res.text);
+          return;
+        }
+        lib.assertProblem(res, 409);
+        assert.ok(Number(res.headers.get('retry-after')) >= 1);
+      });
     };
     await retry();
     // Longer than the lease: only A's heartbeats keep the keys A's.  (If
-    // they stopped, B would take the keys over and authorize again.)
+    // they stopped, B would take every key over.)
     await lib.sleep((LEASE_SECONDS * 1.5) * 1000);
     await retry();
     for (const r of reqs) assert.equal(network.authorizations(r.scope, r.key).length, 1, r.key);
@@ -123,19 +140,25 @@ test('50 card payments in flight, retried on a second instance: one authorizatio
     if (!released) network.release();
   }
   const answers = await firsts;
-  for (const r of answers) assert.equal(r.status, 201, r.text);
+  // A's answers: 201, or, for a key B took over, the 409 of a lost claim
+  answers.forEach((r, i) => {
+    if (takenOver.has(i) && r.status === 409) lib.assertProblem(r, 409);
+    else assert.equal(r.status, 201, r.text);
+  });
+  if (takenOver.size > 0)
+    t.diagnostic(`${takenOver.size} of ${N} keys taken over by B: A's heartbeats came later than the lease`);
 
-  // Every retry now replays A's answer, byte for byte.
+  // Every retry now replays the one answer recorded, byte for byte.
   const replays = await Promise.all(reqs.map((r) => lib.pay(b, r)));
   replays.forEach((r, i) => {
     assert.equal(r.status, 201, r.text);
     assert.equal(r.headers.get('idempotent-replayed'), 'true');
-    assert.equal(r.text, answers[i].text);
+    assert.equal(r.text, answers[i].status === 201 ? answers[i].text : takenOver.get(i));
   });
   for (const [i, r] of reqs.entries()) {
     const auths = network.authorizations(r.scope, r.key);
     assert.equal(auths.length, 1, `${r.key}: ${auths.length} authorizations`);
-    assert.equal(answers[i].json().authorization_id, auths[0]);
+    assert.equal(JSON.parse(replays[i].text).authorization_id, auths[0]);
     assert.equal(await lib.countPayments(r.scope, r.body.order), 1);
   }
 });
