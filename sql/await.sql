@@ -59,6 +59,30 @@ INSERT INTO await_t VALUES (clock_timestamp());
 SELECT outcome FROM idem_claim('a-held', '{"n": 1}', 'await', await_result => '1 h');
 ROLLBACK;
 
+-- nor in a backend that holds any other lock a transaction may wait for:
+-- an advisory lock, of the transaction or of the session, or a table locked
+-- in a mode stronger than ROW EXCLUSIVE (the holder's complete might wait
+-- for it, and the waiter would sleep until its time ran out)
+BEGIN;
+SELECT pg_advisory_xact_lock(7653);
+SELECT outcome FROM idem_claim('a-held', '{"n": 1}', 'await', await_result => '1 h');
+ROLLBACK;
+SELECT pg_advisory_lock(7653);
+SELECT outcome FROM idem_claim('a-held', '{"n": 1}', 'await', await_result => '1 h');
+SELECT pg_advisory_unlock(7653);
+BEGIN;
+LOCK TABLE await_t IN SHARE MODE;
+SELECT outcome FROM idem_claim('a-held', '{"n": 1}', 'await', await_result => '1 h');
+ROLLBACK;
+-- the table locks of plain statements do not stop it
+BEGIN;
+LOCK TABLE await_t IN ROW EXCLUSIVE MODE;
+SELECT count(*) FROM await_t;
+SELECT clock_timestamp() AS t0 \gset
+SELECT outcome FROM idem_claim('a-held', '{"n": 1}', 'await', await_result => '300 ms');
+SELECT clock_timestamp() - :'t0'::timestamptz >= '300 ms' AS waited;
+ROLLBACK;
+
 -- REPEATABLE READ and SERIALIZABLE: the snapshot would never see the holder
 -- finish, so no wait: in_progress at once
 BEGIN ISOLATION LEVEL REPEATABLE READ;

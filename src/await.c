@@ -11,8 +11,11 @@
  * the holder or the worker could wait for: no key lock (a transaction-level
  * lock could not be let go after the wait), no row lock.  Nor does it wait
  * in a transaction that already holds a key lock or has written (has a
- * transaction id: its rows and row locks): the holder might be waiting for
- * that transaction, and the waiter sleeps on a condition variable, not a
+ * transaction id: its rows and row locks), nor in a backend that holds any
+ * other lock a transaction could wait for (an advisory lock of SQL's, of the session
+ * or the transaction, a table locked in a mode stronger than ROW EXCLUSIVE:
+ * HoldsLockOthersMayWaitFor): the holder might be waiting for that
+ * transaction, and the waiter sleeps on a condition variable, not a
  * lock, so the deadlock detector would not see the cycle.  The waiter reads
  * the key's row with a plain SELECT, which in READ COMMITTED takes a new
  * snapshot each time; it sleeps between reads and stops when the row is no
@@ -47,6 +50,8 @@
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
+#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -179,6 +184,53 @@ InFlight(const IdemRow *row, bytea *hash, TimestampTz now)
 		row->expires_at > now && IdemSameRequest(row->request_hash, hash);
 }
 
+/*
+ * Does this backend hold a heavyweight lock that another transaction could
+ * be waiting for, or come to wait for, with nothing to tell the deadlock
+ * detector that it waits in turn for this one: an advisory lock of SQL's
+ * (pg_advisory_lock(), pg_advisory_xact_lock(): fourth locktag field 1 or
+ * 2), or a relation locked in a mode stronger than those plain statements
+ * take (ACCESS SHARE, ROW SHARE, ROW EXCLUSIVE: only DDL and explicit LOCK
+ * TABLE conflict with them).  Other advisory classes are an extension's
+ * own (the shard metadata locks every call routed to a shard holds,
+ * this one's key locks are refused before), and the other lock types are
+ * either a transaction's (refused before: it has an xid) or let go at the
+ * statement's end.  Reads this backend's own lists of the shared lock
+ * table, one partition at a time under its lock; the relation locks of
+ * the weak modes are mostly in the backend's fast-path slots, off these
+ * lists, and are not wanted.
+ * Called only when a wait is about to start.
+ */
+static bool
+HoldsLockOthersMayWaitFor(void)
+{
+	const LOCKMASK weak = LOCKBIT_ON(AccessShareLock) | LOCKBIT_ON(RowShareLock) |
+		LOCKBIT_ON(RowExclusiveLock);
+	bool		holds = false;
+
+	for (int i = 0; i < NUM_LOCK_PARTITIONS && !holds; i++)
+	{
+		LWLock	   *partition = LockHashPartitionLockByIndex(i);
+		PROCLOCK   *pl;
+
+		LWLockAcquire(partition, LW_SHARED);
+		for (pl = IdemProcLockFirst(MyProc, i); pl != NULL && !holds;
+			 pl = IdemProcLockNext(MyProc, i, pl))
+		{
+			const LOCKTAG *tag = &pl->tag.myLock->tag;
+
+			if (pl->holdMask == 0)
+				continue;
+			if (tag->locktag_type == LOCKTAG_ADVISORY)
+				holds = tag->locktag_field4 == 1 || tag->locktag_field4 == 2;
+			else if (tag->locktag_type == LOCKTAG_RELATION)
+				holds = (pl->holdMask & ~weak) != 0;
+		}
+		LWLockRelease(partition);
+	}
+	return holds;
+}
+
 /* Stop counting this backend among its slot's waiters */
 static void
 LeaveSlot(void)
@@ -255,6 +307,9 @@ IdemAwaitInFlight(IdemClaimArgs *a)
 			SPI_freetuptable(SPI_tuptable);
 			MemoryContextSwitchTo(caller);
 			if (!InFlight(&row, a->hash, now) || now >= deadline)
+				break;
+			/* about to wait: not while holding what the holder may wait for */
+			if (!slept && HoldsLockOthersMayWaitFor())
 				break;
 
 			/* until the next read: the poll, the lease's end, the deadline */

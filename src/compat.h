@@ -86,4 +86,27 @@
 #define IdemClusterIndex(stmt)	(((ClusterStmt *) (stmt))->indexname)
 #endif
 
+/*
+ * A backend's PROCLOCKs of one lock partition (the locks it holds or awaits
+ * in the shared lock table), read under that partition's lock: the first,
+ * and the one after pl, NULL at the end.  16 made the lists dlists; before,
+ * SHM_QUEUEs.
+ */
+#if PG_VERSION_NUM >= 160000
+#define IdemProcLockFirst(proc, i) \
+	(dlist_is_empty(&(proc)->myProcLocks[i]) ? (PROCLOCK *) NULL : \
+	 dlist_container(PROCLOCK, procLink, dlist_head_node(&(proc)->myProcLocks[i])))
+#define IdemProcLockNext(proc, i, pl) \
+	(dlist_has_next(&(proc)->myProcLocks[i], &(pl)->procLink) ? \
+	 dlist_container(PROCLOCK, procLink, dlist_next_node(&(proc)->myProcLocks[i], &(pl)->procLink)) : \
+	 (PROCLOCK *) NULL)
+#else
+#define IdemProcLockFirst(proc, i) \
+	((PROCLOCK *) SHMQueueNext(&(proc)->myProcLocks[i], &(proc)->myProcLocks[i], \
+							   offsetof(PROCLOCK, procLink)))
+#define IdemProcLockNext(proc, i, pl) \
+	((PROCLOCK *) SHMQueueNext(&(proc)->myProcLocks[i], &(pl)->procLink, \
+							   offsetof(PROCLOCK, procLink)))
+#endif
+
 #endif							/* IDEMPOTENCY_COMPAT_H */

@@ -51,6 +51,7 @@ DECLARE
     stamp timestamptz;
     lease_end timestamptz;
     deadline timestamptz;
+    waited boolean := false;
     act text;
     busy boolean;
     new_token bigint;
@@ -304,6 +305,22 @@ BEGIN
                    OR r.expires_at OPERATOR(pg_catalog.<=) now_ts
                    OR r.request_hash IS DISTINCT FROM hash
                    OR now_ts OPERATOR(pg_catalog.>=) deadline;
+            /*
+             * about to wait: not while this backend holds a lock another
+             * transaction may wait for (an advisory lock of SQL's, not an
+             * extension's such as Citus's; a table locked in a mode
+             * stronger than ROW EXCLUSIVE): the holder might be waiting
+             * for it, a cycle the deadlock detector cannot see
+             */
+            EXIT WHEN NOT waited AND EXISTS (
+                SELECT FROM pg_catalog.pg_locks l
+                 WHERE l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted
+                   AND ((l.locktype OPERATOR(pg_catalog.=) 'advisory'
+                         AND l.objsubid OPERATOR(pg_catalog.=) ANY ('{1,2}'::pg_catalog.int2[]))
+                        OR (l.locktype OPERATOR(pg_catalog.=) 'relation'
+                            AND l.mode OPERATOR(pg_catalog.<>) ALL
+                                (ARRAY['AccessShareLock', 'RowShareLock', 'RowExclusiveLock']))));
+            waited := true;
             PERFORM pg_catalog.pg_sleep(GREATEST(0.001, LEAST(0.01,
                 EXTRACT(epoch FROM LEAST(deadline, r.locked_until, r.expires_at) OPERATOR(pg_catalog.-) now_ts))));
         END LOOP;
