@@ -551,11 +551,17 @@ async function claimAndRun(state, read, next) {
   state.body = read.body;
   state.rawBody = read.rawBody;
   if (state.committed) {
+    // One heartbeat of the claim at a time: a tick while the last one still
+    // waits (for a connection of heartbeatPool, or the server) is skipped,
+    // or a busy pool's queue would grow by one per claim at every tick.
+    let beating = false;
     state.beat = setInterval(() => {
+      if (beating || state.lost) return;
+      beating = true;
       client.heartbeat(cfg.heartbeatPool, state.key, state.scope, claim.token, cfg.lease).catch((err) => {
         if (err.kind === 'stale_token' || err.kind === 'not_processing') state.lost = true;
         else cfg.log.error('pg-idempotency: heartbeat failed:', err.message);
-      });
+      }).finally(() => { beating = false; });
     }, cfg.heartbeatEvery * 1000);
   }
   const handle = new Claim(state);

@@ -238,6 +238,32 @@ test('committed claim: 409 + Retry-After while in flight, recorded failed, recla
   assert.equal(await paymentsFor(pool, 'mw-card', order), 1);
 });
 
+test('committed claim: a heartbeat waiting for its connection is not queued again at the next tick', async () => {
+  const held = deferred();
+  const arrived = deferred();
+  const { base } = await app({
+    scope: () => 'mw-beat-queue', committed: () => true, lease: 30, heartbeatEvery: 0.02, awaitResult: 0,
+  }, async (req) => {
+    arrived.resolve();
+    await held.promise;
+    return pay(req);
+  });
+  // the heartbeat pool's one connection is taken: every heartbeat waits
+  const taken = await heartbeatPool.connect();
+  let first;
+  try {
+    const key = newKey();
+    first = post(base, { key, body: { order: `o-${key}`, amount: 12 } });
+    await arrived.promise;
+    await new Promise((s) => setTimeout(s, 400)); // 20 ticks
+    assert.ok(heartbeatPool.waitingCount <= 1, `${heartbeatPool.waitingCount} heartbeats queued for the pool`);
+  } finally {
+    taken.release();
+    held.resolve();
+  }
+  assert.equal((await first).status, 201);
+});
+
 test('committed claim: a duplicate waits for the result (awaitResult) and gets the first answer', async () => {
   const held = deferred();
   const arrived = deferred();
