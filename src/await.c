@@ -11,10 +11,12 @@
  * the holder or the worker could wait for: no key lock (a transaction-level
  * lock could not be let go after the wait), no row lock.  Nor does it wait
  * in a transaction that already holds a key lock or has written (has a
- * transaction id: its rows and row locks), nor in a backend that holds any
- * other lock a transaction could wait for (an advisory lock of SQL's, of the session
- * or the transaction, a table locked in a mode stronger than ROW EXCLUSIVE:
- * HoldsLockOthersMayWaitFor): the holder might be waiting for that
+ * transaction id: its rows and row locks), nor in a backend that holds an
+ * advisory lock of SQL's (of the session or the transaction) or a table
+ * locked in a mode stronger than ROW EXCLUSIVE (HoldsLockOthersMayWaitFor;
+ * the weaker modes of plain statements are left out, so a holder that
+ * locks such a table in SHARE mode before it completes still waits until
+ * the deadline): the holder might be waiting for that
  * transaction, and the waiter sleeps on a condition variable, not a
  * lock, so the deadlock detector would not see the cycle.  The waiter reads
  * the key's row with a plain SELECT, which in READ COMMITTED takes a new

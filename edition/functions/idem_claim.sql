@@ -309,8 +309,10 @@ BEGIN
              * about to wait: not while this backend holds a lock another
              * transaction may wait for (an advisory lock of SQL's, not an
              * extension's such as Citus's; a table locked in a mode
-             * stronger than ROW EXCLUSIVE): the holder might be waiting
-             * for it, a cycle the deadlock detector cannot see
+             * stronger than ROW EXCLUSIVE, named: pg_locks also shows
+             * SIReadLock, predicate locks nothing waits for): the holder
+             * might be waiting for it, a cycle the deadlock detector
+             * cannot see
              */
             EXIT WHEN NOT waited AND EXISTS (
                 SELECT FROM pg_catalog.pg_locks l
@@ -318,8 +320,9 @@ BEGIN
                    AND ((l.locktype OPERATOR(pg_catalog.=) 'advisory'
                          AND l.objsubid OPERATOR(pg_catalog.=) ANY ('{1,2}'::pg_catalog.int2[]))
                         OR (l.locktype OPERATOR(pg_catalog.=) 'relation'
-                            AND l.mode OPERATOR(pg_catalog.<>) ALL
-                                (ARRAY['AccessShareLock', 'RowShareLock', 'RowExclusiveLock']))));
+                            AND l.mode OPERATOR(pg_catalog.=) ANY
+                                (ARRAY['ShareUpdateExclusiveLock', 'ShareLock', 'ShareRowExclusiveLock',
+                                       'ExclusiveLock', 'AccessExclusiveLock']))));
             waited := true;
             PERFORM pg_catalog.pg_sleep(GREATEST(0.001, LEAST(0.01,
                 EXTRACT(epoch FROM LEAST(deadline, r.locked_until, r.expires_at) OPERATOR(pg_catalog.-) now_ts))));
