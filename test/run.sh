@@ -131,6 +131,7 @@ CHROOT_ROOT=""
 finish()
 {
 	echo
+	[ -n "$DIGEST" ] && printf '%s\n' "$DIGEST"
 	[ -n "$VERSION_SUMMARY" ] && echo "versions run: $VERSION_SUMMARY"
 	[ -n "$FAILURES" ] && echo "failed:$FAILURES"
 	if [ "$SKIPPED" -gt 0 ]; then
@@ -479,6 +480,24 @@ wait_citus_build()
 
 # --- every version: each in a run of its own ------------------------------
 VERSION_SUMMARY=""
+DIGEST=""
+
+# The failures of the versions' logs (the files given), each with its
+# first lines that say why: tap_failures' "  | not ok" lines, else lines
+# of an error, at most six per failure and forty in all.  finish prints it
+# last but for the counts, so that a log cut to its head and tail still
+# says what failed and why.
+failure_digest()
+{
+	awk '
+	/^  FAILED  / { print; open = 1; n = 0; seen = 0; tap = 0; next }
+	/^  (ok|skipped)  / || /^== / { open = 0; next }
+	open && /\| not ok / { tap = 1 }
+	open && seen < 200 && n < 6 && (/\| not ok / || (!tap && /(^not ok|--- FAIL|ERROR|FATAL|PANIC|panic:|panicked|Failures: [1-9]|Error:|error:)/)) {
+		print "    " substr($0, 1, 300); n++
+	}
+	open { seen++ }' "$@" 2>/dev/null | head -n 40
+}
 
 # Print a version's run as it goes, renaming its closing lines so that this
 # run's own stay the only ones: "N passed, N failed" -> "pgN summary: ...".
@@ -839,6 +858,13 @@ run_all_versions()
 	done
 	stop_runner
 	stop_preparing
+	if [ "$FAILED" -gt 0 ]; then
+		local logs=()
+		for v in $VERSIONS; do logs+=("$RUNDIR/pg$v.log"); done
+		DIGEST=$(failure_digest "${logs[@]}")
+		[ -n "$DIGEST" ] && DIGEST="failures, with the first lines of each (the whole output is above):
+$DIGEST"
+	fi
 	rm -rf "$RUNDIR"
 	echo
 	echo "took $((SECONDS - START)) s"

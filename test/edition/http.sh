@@ -35,6 +35,8 @@ DATA=$DIR/data
 failed=0
 # shellcheck source=test/edition/lib.sh
 . "$root/test/edition/lib.sh"
+# shellcheck source=test/lib/tap.sh
+. "$root/test/lib/tap.sh"
 
 if [ ! -f "$PLAIN" ]; then notok "setup (no $PLAIN: make edition first)"; exit 1; fi
 pkglib=$(pg_config --pkglibdir)
@@ -114,7 +116,7 @@ for f in "$root"/examples/conformance/*.test.js; do
 		CONFORMANCE_LOG="$log.services" EXAMPLE_CMD="$cmd" node --test "$name.test.js" >"$log.log" 2>&1; then
 		echo "ok node/$name ($(grep -c '^ok ' "$log.log") cases$what)"
 	else
-		notok "node/$name" "$(cat "$log.log")
+		notok "node/$name" "$(show_tap "$log.log")
 services' log (last 40 lines):
 $(tail -n 40 "$log.services")"
 	fi

@@ -236,6 +236,9 @@ kill_servers_under()
 	return 0
 }
 
+# shellcheck source=test/lib/tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+
 # examples/conformance (node --test, each file of the tree at $2) against a
 # payment service, EXAMPLE_CMD $5 (a JSON array), as the login role
 # payments_service in database $4 of the server on 127.0.0.1:$3 (the
@@ -257,7 +260,7 @@ run_conformance()
 			pass "$label/$name ($(grep -c '^ok ' "$log.log") cases)"
 		else
 			fail "$label/$name"
-			cat "$log.log"
+			show_tap "$log.log"
 			tail_logs "$log.services"
 		fi
 	done

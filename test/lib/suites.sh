@@ -740,7 +740,7 @@ http_node_library()
 		pass "http/node/lib ($(sed -n 's/^# pass //p' "$log.log") tests, $((SECONDS - t0)) s)"
 	else
 		fail "http/node/lib"
-		cat "$log.log"
+		show_tap "$log.log"
 	fi
 	# the TypeScript types: test/types.check.js (Debian's node-typescript)
 	if run_logged "$log.types.log" env -C "$WORK/clients/node" node test/types.check.js; then
@@ -754,7 +754,7 @@ http_node_library()
 		pass "http/node/pack (npm pack, installed into a fresh app, $((SECONDS - t0)) s)"
 	else
 		fail "http/node/pack"
-		cat "$log.pack.log"
+		show_tap "$log.pack.log"
 	fi
 }
 
