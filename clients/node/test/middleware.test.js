@@ -371,7 +371,10 @@ test('a committed claim whose handler is late: 503 at the timeout, the claim sti
   let attempt = 0;
   let charges = 0;
   const { base, events } = await app({
-    scope: () => 'mw-hang', committed: () => true, heartbeatEvery: 0.05, timeout: 1, awaitResult: 0,
+    // timeout 3: the 503 at 3 s; the claim is given up at 6 s, so what
+    // follows the 503 (a renewal seen, a retry's 409, the late answer) has
+    // 3 s, on a loaded machine too
+    scope: () => 'mw-hang', committed: () => true, heartbeatEvery: 0.05, timeout: 3, awaitResult: 0,
   }, async (req) => {
     attempt += 1;
     const idem = req.idempotency;
@@ -391,7 +394,7 @@ test('a committed claim whose handler is late: 503 at the timeout, the claim sti
     (await pool.query('SELECT locked_until FROM idempotency_keys WHERE key = $1', [key])).rows[0].locked_until;
   const before = await until();
   let renewed = false;
-  for (let i = 0; i < 20 && !renewed; i++) {
+  for (let i = 0; i < 80 && !renewed; i++) {
     await new Promise((s) => setTimeout(s, 25));
     renewed = (await until()) > before;
   }
@@ -418,8 +421,10 @@ test('a committed claim whose handler never settles it: held one more timeout, t
   const kept = deferred();
   let attempt = 0;
   const seen = [];
+  const gaveUp = deferred();
+  const log = { error: (msg) => { if (/its heartbeats stop/.test(msg)) gaveUp.resolve(); } };
   const { base, events } = await app({
-    scope: () => 'mw-lapse', committed: () => true, lease: 1, heartbeatEvery: 0.05, timeout: 0.3, awaitResult: 0,
+    scope: () => 'mw-lapse', committed: () => true, lease: 1, heartbeatEvery: 0.05, timeout: 0.3, awaitResult: 0, log,
   }, async (req) => {
     attempt += 1;
     const idem = req.idempotency;
@@ -436,11 +441,13 @@ test('a committed claim whose handler never settles it: held one more timeout, t
   const db = await kept.promise;
   const until = async () =>
     (await pool.query('SELECT locked_until FROM idempotency_keys WHERE key = $1', [key])).rows[0].locked_until;
-  // renewed past the timeout, then no more: wait until two reads 200 ms apart agree
+  // given up a second timeout after the first; then no heartbeat renews
+  // the lease (one in flight may land first: two reads 300 ms apart agree)
+  await gaveUp.promise;
   let last = await until();
   let stopped = false;
   for (let i = 0; i < 50 && !stopped; i++) {
-    await new Promise((s) => setTimeout(s, 200));
+    await new Promise((s) => setTimeout(s, 300));
     const now = await until();
     stopped = now.getTime() === last.getTime();
     last = now;
@@ -469,11 +476,13 @@ test('a committed claim whose tx() waits for a dry pool past the timeout: 503, t
   const small = newPool(1);
   test.after(() => small.end());
   const got = deferred();
-  const { base, events } = await app({ pool: small, scope: () => 'mw-dry', committed: () => true, timeout: 0.5 },
+  // timeout 2: the 503 at 2 s, the connection free at 2.2 s, the claim given
+  // up at 4 s: the transaction has 1.8 s to complete the key
+  const { base, events } = await app({ pool: small, scope: () => 'mw-dry', committed: () => true, timeout: 2 },
     async (req) => {
       const idem = req.idempotency;
       const mine = await small.connect(); // the pool's one connection: tx() waits
-      setTimeout(() => mine.release(), 700);
+      setTimeout(() => mine.release(), 2200);
       try {
         const db = await idem.tx();
         got.resolve('a transaction');
