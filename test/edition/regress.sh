@@ -13,7 +13,8 @@
 # such a copy), so that nothing here can run it by mistake.  As the postgres
 # OS user, after make edition.  Prints "ok regress/NAME" or "not ok
 # regress/NAME" per file (isolation/NAME for the specs), then the diffs as
-# "# " lines; exits non-zero when one failed.
+# "# " lines after "# regression.diffs of regress:" (or iso:); exits
+# non-zero when one failed.
 #
 # What runs differs from the C build's run in these ways only:
 #   - setup: test/edition/setup.sql installs the plain script (or the
@@ -244,7 +245,9 @@ else
 fi
 
 for d in "$DIR/regress/regression.diffs" "$DIR/iso/regression.diffs"; do
-	[ -s "$d" ] && sed 's/^/# /' "$d"
+	[ -s "$d" ] || continue
+	echo "# regression.diffs of ${PREFIX}$(basename "$(dirname "$d")"):"
+	sed 's/^/# /' "$d"
 done
 grep -E 'PANIC|server process .* was terminated' "$DIR/server.log" && notok "${PREFIX}server (a backend crashed: server.log above)"
 exit "$failed"

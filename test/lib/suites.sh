@@ -245,6 +245,7 @@ suite_edition()
 			"not ok "*) fail "edition/${line#not ok }"; why=1 ;;
 			"skip "*) skip "edition/${line#skip }"; why="" ;;
 			"# not run on the edition: "*) note "${line#\# }" ;;
+			"# regression.diffs of "*) why=1; printf '          %s\n' "${line#\# }" ;;
 			"# "*) [ -n "$why" ] && printf '          %s\n' "${line#\# }" ;;
 			*) [ -n "$line" ] && printf '          %s\n' "$line" ;;
 			esac
