@@ -11,16 +11,22 @@ const LEASE_SECONDS = 8;
 // How long a card-mode retry waits for the request in flight (the services'
 // AWAIT_RESULT_SECONDS, set here so that every language runs the same).
 const AWAIT_RESULT_SECONDS = 3;
+// Test 2's retry waits for A's answer, released only once the wait is seen:
+// a third instance that waits 30 s, so that a loaded machine does not end
+// the wait first (a 409, not the answer).
+const PATIENT_AWAIT_SECONDS = 30;
 let network;
 let a;
 let b;
+let patient;
 const SCOPE = lib.uid('card-merchant');
 
 before(async () => {
   network = await lib.startCardNetwork();
   const env = { CARD_NETWORK_URL: network.url, LEASE_SECONDS: String(LEASE_SECONDS),
     AWAIT_RESULT_SECONDS: String(AWAIT_RESULT_SECONDS) };
-  [a, b] = await Promise.all([lib.startService(env), lib.startService(env)]);
+  [a, b, patient] = await Promise.all([lib.startService(env), lib.startService(env),
+    lib.startService({ ...env, AWAIT_RESULT_SECONDS: String(PATIENT_AWAIT_SECONDS) })]);
 });
 
 after(async () => {
@@ -66,9 +72,9 @@ test('a retry that arrives during a card call longer than the lease waits for it
     // key, so its heartbeats wait for no other key's (test 3's 50 may lapse
     // on a loaded machine).
     await lib.sleep((LEASE_SECONDS * 1.5) * 1000);
-    // The retry, on B, while A is at the card network: its claim waits
-    // (await_result) in the database.
-    retry = lib.pay(b, req);
+    // The retry, on another instance, while A is at the card network: its
+    // claim waits (await_result) in the database.
+    retry = lib.pay(patient, req);
     await lib.waitFor("the retry's claim waiting for the first request", async () =>
       Number(await lib.psql(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
                              AND wait_event_type = 'Extension' AND query LIKE '%await_result%'`)) > 0);

@@ -255,7 +255,7 @@ test('committed claim: a heartbeat waiting for its connection is not queued agai
     const key = newKey();
     first = post(base, { key, body: { order: `o-${key}`, amount: 12 } });
     await arrived.promise;
-    await new Promise((s) => setTimeout(s, 400)); // 20 ticks
+    await new Promise((s) => setTimeout(s, 2000)); // 100 ticks
     assert.ok(heartbeatPool.waitingCount <= 1, `${heartbeatPool.waitingCount} heartbeats queued for the pool`);
   } finally {
     taken.release();
@@ -423,8 +423,10 @@ test('a committed claim whose handler never settles it: held one more timeout, t
   const seen = [];
   const gaveUp = deferred();
   const log = { error: (msg) => { if (/its heartbeats stop/.test(msg)) gaveUp.resolve(); } };
+  // timeout 2: the 503 at 2 s, the claim given up at 4 s; its handler's
+  // checkpoint and transaction come before, on a loaded machine too
   const { base, events } = await app({
-    scope: () => 'mw-lapse', committed: () => true, lease: 1, heartbeatEvery: 0.05, timeout: 0.3, awaitResult: 0, log,
+    scope: () => 'mw-lapse', committed: () => true, lease: 1, heartbeatEvery: 0.05, timeout: 2, awaitResult: 0, log,
   }, async (req) => {
     attempt += 1;
     const idem = req.idempotency;
