@@ -280,15 +280,38 @@ async fn await_result_waits_for_the_request_in_flight() {
     let first = client::claim(&*conn, &k, Some("{}"), "", &committed(30)).await.unwrap();
     let pool2 = pool.clone();
     let k2 = k.clone();
+    let (pid_tx, pid_rx) = tokio::sync::oneshot::channel::<i32>();
     let waiting = tokio::spawn(async move {
         let conn = pool2.get().await.unwrap();
+        let pid: i32 = conn.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+        pid_tx.send(pid).unwrap();
         let opts = ClaimOptions {
             await_result: Some(Duration::from_secs(20)),
             ..committed(30)
         };
         client::claim(&*conn, &k2, Some("{}"), "", &opts).await.unwrap()
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // complete only once that claim waits (its backend's idem_claim, in a
+    // wait), however slow the machine: else it would replay without waiting
+    let pid = pid_rx.await.unwrap();
+    let mut polls = 0;
+    loop {
+        let n: i64 = conn
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND state = 'active' \
+                 AND wait_event IS NOT NULL AND query LIKE '%idem_claim%'",
+                &[&pid],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            break;
+        }
+        polls += 1;
+        assert!(polls < 1500, "the claim never began to wait");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     client::complete(&*conn, &k, 201, Some(r#"{"first": true}"#), "", first.token)
         .await
         .unwrap();

@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -71,9 +72,12 @@ class HeartbeatsTest {
     void aHeartbeatRefusedByAReadOnlyServerKeepsTheClaim() throws Exception {
         ConnectionPool pool = pool();
         AtomicBoolean readOnly = new AtomicBoolean(true);
+        AtomicInteger readOnlyBorrows = new AtomicInteger();
         ConnectionSource source = new ConnectionSource() {
             @Override
             public Connection borrow() throws SQLException {
+                if (readOnly.get())
+                    readOnlyBorrows.incrementAndGet();
                 Connection b = pool.borrow();
                 try (Statement st = b.createStatement()) {
                     st.execute("SET default_transaction_read_only = " + (readOnly.get() ? "on" : "off"));
@@ -92,7 +96,11 @@ class HeartbeatsTest {
         try (Heartbeats beats = new Heartbeats(source, Duration.ofSeconds(600), Duration.ofMillis(50))) {
             Idempotency.Claim claim = Idempotency.claim(c, key, "{}", scope, Duration.ofSeconds(60), false);
             Heartbeats.Handle handle = beats.hold(key, scope, claim.token());
-            Thread.sleep(1000); // some 20 heartbeats, each refused with 25006
+            // heartbeats refused with 25006: five borrowed (one at a time, so
+            // four refused at least), however slow the machine
+            for (int i = 0; i < 1200 && readOnlyBorrows.get() < 5; i++)
+                Thread.sleep(50);
+            assertTrue(readOnlyBorrows.get() >= 5, "only " + readOnlyBorrows.get() + " heartbeats in 60 s");
             assertFalse(handle.lost(), "a read-only refusal was taken for a lost claim");
             readOnly.set(false);
             Duration left = Duration.ZERO;
