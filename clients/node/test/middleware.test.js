@@ -281,7 +281,7 @@ test('committed claim: a duplicate waits for the result (awaitResult) and gets t
   // the duplicate is waiting inside idem_claim before the first goes on
   let waiting = false;
   for (let i = 0; i < 400 && !waiting; i++) {
-    const r = await pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%idem_claim%' AND state = 'active' AND pid <> pg_backend_pid()");
+    const r = await pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%idem_claim%' AND state = 'active' AND wait_event IS NOT NULL AND pid <> pg_backend_pid()");
     waiting = r.rows[0].n > 0;
     if (!waiting) await new Promise((s) => setTimeout(s, 25));
   }

@@ -531,12 +531,13 @@ abstract class FilterContract {
         assertTrue(events.get(key).get(0).committed()); // committedWhen saw the query string
     }
 
-    /** Waits (up to 30 s) until another session of this database is active in idem_claim (the retry). */
+    /** Waits (up to 30 s) until another session of this database waits inside idem_claim (the retry). */
     void waitForClaimInFlight() throws Exception {
         Connection c = pool().borrow();
         try (PreparedStatement ps = c.prepareStatement(
                  "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                 + "AND state = 'active' AND query LIKE '%idem_claim%' AND pid <> pg_backend_pid()")) {
+                 + "AND state = 'active' AND wait_event IS NOT NULL AND query LIKE '%idem_claim%' "
+                 + "AND pid <> pg_backend_pid()")) {
             for (int i = 0; i < 300; i++) {
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
