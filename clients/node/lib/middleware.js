@@ -108,6 +108,24 @@ function guardConnection(state, db) {
   });
 }
 
+// A connection of the pool, held across the handler.  pg emits 'error' on
+// a checked-out client whose server connection ends (pg_terminate_backend,
+// idle_in_transaction_session_timeout, a failover), and an 'error' event
+// nobody listens to ends the process with every request in flight.  The
+// error reaches the claim anyway (its next query rejects); the listener
+// goes when the client is released (pg-pool sets release at each checkout).
+async function connect(pool) {
+  const db = await pool.connect();
+  const ignore = () => {};
+  db.on('error', ignore);
+  const release = db.release;
+  db.release = (err) => {
+    db.removeListener('error', ignore);
+    return release.call(db, err);
+  };
+  return db;
+}
+
 const settledError = () => Object.assign(new Error('pg-idempotency: the claim was answered already'),
   { code: '55000', settled: true });
 
@@ -163,7 +181,7 @@ class Claim {
 
   async _open(own) {
     const s = this._s;
-    const db = await s.cfg.pool.connect();
+    const db = await connect(s.cfg.pool);
     // settled while it waited for the connection (the timeout: a pool run
     // dry is when it fires): the claim has no transaction any more
     if (s.settled && !own) {
@@ -209,25 +227,58 @@ class Claim {
     } catch (err) {
       return this.error(err);
     }
-    if (!this._begin()) return;
+    // A committed claim's heartbeats go on until its answer (or its
+    // failure) is recorded: the connection respond waits for (a busy pool)
+    // may come after the lease, and a retry would take the key over.
+    if (!this._begin(true)) return;
     let stored;
+    let committing = false;
     try {
       const db = await this._tx(true);
       const r = await db.query('SELECT idem_complete($1, $2, $3::jsonb, $4, $5::bigint), $3::jsonb::text AS response',
         [s.key, status, text, s.scope, s.committed ? s.claim.token : null]);
+      committing = true;
       await db.query('COMMIT');
       stored = r.rows[0].response;
       this._release();
     } catch (err) {
-      const e = IdempotencyError.from(err);
-      // a class 22 error here is the handler's answer refused as jsonb: the
-      // server's fault (500), not the request's (400)
-      if (e.kind === 'invalid_request' || e.kind === 'invalid_key')
-        Object.assign(e, { kind: 'database', status: 500, title: 'Internal error' });
-      return this._failWith(e);
+      try {
+        return await this._notRecorded(IdempotencyError.from(err), committing);
+      } finally {
+        clearInterval(s.beat);
+      }
     }
+    clearInterval(s.beat);
     sendStored(s.res, status, stored, false);
     s.report(s.claim.outcome, status, null);
+  }
+
+  // respond's answer not recorded (e): undone and answered as error() does,
+  // but for two cases.  The connection lost with the COMMIT sent
+  // (committing; no SQLSTATE, or class 08 or 57P): the key and the work may
+  // have committed, so not "not processed" (a client would retry with a new
+  // key) but 503, retry with the same key, which tells.  The handler's
+  // answer refused by idem_complete (class 22: a \u0000 in a string, 22P05;
+  // 54000: too large): the server's fault (500), not the request's (400);
+  // a committed claim's work outside the database is done, and a retry
+  // taking the key over would do it again and be refused again, so it is
+  // recorded failed, not retryable, and its 500 replayed.
+  async _notRecorded(e, committing) {
+    const s = this._s;
+    if (committing && (e.code === null || /^(08|57P)/.test(e.code))) {
+      s.cfg.log.error(`pg-idempotency: the COMMIT of key ${JSON.stringify(s.key)} failed, it may have committed:`, e.cause || e);
+      Object.assign(e, { kind: 'outcome_unknown', status: 503, title: 'Outcome unknown' });
+      e.problem = () => ({ type: 'about:blank', title: e.title, status: 503,
+        detail: 'The request may have been processed. Retry it with the same Idempotency-Key to get its result.' });
+    } else if (e.kind === 'invalid_request' || e.kind === 'invalid_key' || e.code === '54000') {
+      Object.assign(e, { kind: 'database', status: 500, title: 'Internal error' });
+      if (s.committed && !committing) {
+        s.unstorable = true;
+        e.problem = () => ({ type: 'about:blank', title: e.title, status: 500,
+          detail: 'The request was processed but its answer could not be stored.' });
+      }
+    }
+    return this._failWith(e);
   }
 
   // A failed attempt, answered with a problem: the transaction is rolled
@@ -251,10 +302,10 @@ class Claim {
     return this._failWith(IdempotencyError.from(err));
   }
 
-  _begin() {
+  _begin(keepBeating = false) {
     if (this._s.settled) return false;
     this._s.settled = true;
-    clearInterval(this._s.beat);
+    if (!keepBeating) clearInterval(this._s.beat);
     clearTimeout(this._s.timer);
     return true;
   }
@@ -274,7 +325,8 @@ class Claim {
       this._release(bad);
     }
     if (s.committed && !s.lost)
-      await client.fail(s.cfg.pool, s.key, s.scope, s.claim.token).catch((err) => {
+      await client.fail(s.cfg.pool, s.key, s.scope, s.claim.token, s.unstorable
+        ? { status: 500, response: { error: 'answer_not_storable' }, retryable: false } : {}).catch((err) => {
         if (err.kind !== 'stale_token' && err.kind !== 'not_processing')
           s.cfg.log.error('pg-idempotency: idem_fail failed:', err.message);
       });
@@ -440,7 +492,7 @@ function idempotency(options = {}) {
     const key = req.headers['idempotency-key'];
     const state = {
       cfg, req, res, key: typeof key === 'string' ? key : '', scope: '', committed: false,
-      claim: null, claimElapsed: null, db: null, opening: null, guard: null, beat: null, timer: null, lost: false,
+      claim: null, claimElapsed: null, db: null, opening: null, guard: null, beat: null, timer: null, lost: false, unstorable: false,
       settled: false, timedOut: false, reported: false,
     };
     state.report = (outcome, status, sqlstate) => {
@@ -504,7 +556,7 @@ async function claimAndRun(state, read, next) {
       claim = await client.claim(cfg.pool, state.key, read.rawBody, state.scope,
         { lease: cfg.lease, wait: true, awaitResult: cfg.awaitResult });
     } else {
-      db = await cfg.pool.connect();
+      db = await connect(cfg.pool);
       await db.query('BEGIN');
       claim = await client.claim(db, state.key, read.rawBody, state.scope,
         { lease: cfg.lease, wait: cfg.wait, awaitResult: 0 });

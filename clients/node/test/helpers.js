@@ -9,8 +9,8 @@ const { randomUUID } = require('node:crypto');
 const express = require('express');
 const { Pool } = require('pg');
 
-const newPool = (max = 4) => {
-  const pool = new Pool({ max });
+const newPool = (max = 4, options = {}) => {
+  const pool = new Pool({ max, ...options });
   pool.on('error', () => {});
   return pool;
 };
@@ -73,4 +73,56 @@ function deferred() {
   return { promise, resolve };
 }
 
-module.exports = { newPool, newKey, serve, post, keyRow, paymentsFor, deferred };
+// A TCP proxy to the server the environment names (PGHOST, PGPORT: TCP),
+// for a client that sends no SSLRequest: once armed, the next COMMIT is
+// sent on to the server, and when the server answers it (it has
+// committed) the client's connection is cut instead: a COMMIT whose
+// outcome the client cannot know.  Resolves to { port, arm(), cuts,
+// close() }.
+async function commitCutter() {
+  const net = require('node:net');
+  const conns = new Set();
+  const proxy = { port: 0, armed: false, cuts: 0 };
+  const server = net.createServer((c) => {
+    const s = net.connect(Number(process.env.PGPORT || 5432), process.env.PGHOST || '127.0.0.1');
+    conns.add(c);
+    conns.add(s);
+    let buf = Buffer.alloc(0);
+    let started = false;
+    let sent = false; // a COMMIT sent to be cut
+    const cut = () => { c.destroy(); s.destroy(); };
+    c.on('error', () => {});
+    s.on('error', () => {});
+    c.on('close', () => s.destroy());
+    s.on('close', () => c.destroy());
+    s.on('data', (d) => { if (sent) { proxy.cuts++; cut(); } else c.write(d); });
+    c.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      for (;;) {
+        // the startup message has no type byte; each after it one
+        const head = started ? 1 : 0;
+        if (buf.length < head + 4) return;
+        const len = head + buf.readInt32BE(head);
+        if (buf.length < len) return;
+        const msg = buf.subarray(0, len);
+        buf = buf.subarray(len);
+        if (started && proxy.armed && msg[0] === 0x51 && /^COMMIT\b/i.test(msg.toString('latin1', 5))) {
+          proxy.armed = false;
+          sent = true;
+        }
+        started = true;
+        s.write(msg);
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy.port = server.address().port;
+  proxy.arm = () => { proxy.armed = true; };
+  proxy.close = () => new Promise((resolve) => {
+    conns.forEach((x) => x.destroy());
+    server.close(resolve);
+  });
+  return proxy;
+}
+
+module.exports = { newPool, newKey, serve, post, keyRow, paymentsFor, deferred, commitCutter };

@@ -7,7 +7,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { idempotency } = require('..');
-const { newPool, newKey, serve, post, keyRow, paymentsFor, deferred } = require('./helpers');
+const { newPool, newKey, serve, post, keyRow, paymentsFor, deferred, commitCutter } = require('./helpers');
 
 const pool = newPool(6);
 const heartbeatPool = newPool(1);
@@ -580,4 +580,119 @@ test('an answer idem_complete refuses (\\u0000: 22P05) is the server\'s fault: 5
   assert.equal(await paymentsFor(pool, 'mw-nul', key), 0);
   assert.deepEqual(events.map((e) => [e.outcome, e.status, e.sqlstate]), [['error', 500, '22P05']]);
   await assertPoolIdle();
+});
+
+test('the claim\'s connection ended while the handler holds it (pg_terminate_backend): 500, the process goes on, nothing claimed', { timeout: 30000 }, async () => {
+  // an 'error' event nobody listens to is thrown out of the socket's
+  // handler: the process's end, which node --test only reports
+  const uncaught = [];
+  const onUncaught = (err) => uncaught.push(String(err));
+  process.on('uncaughtException', onUncaught);
+  test.after(() => process.removeListener('uncaughtException', onUncaught));
+  const { base, events } = await app({ scope: () => 'mw-terminated' }, async (req) => {
+    const idem = req.idempotency;
+    try {
+      const db = await idem.tx();
+      const pid = (await db.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+      // the server's FATAL reaches the connection while nobody queries it:
+      // pg emits 'error' on it, which ended the process
+      await new Promise((s) => setTimeout(s, 500));
+      await db.query('SELECT 1');
+      await idem.respond(201, '{}');
+    } catch (err) {
+      await idem.error(err);
+    }
+  });
+  const key = newKey();
+  problemOf(await post(base, { key, body: { order: key, amount: 7 } }), 500);
+  assert.equal(await keyRow(pool, key, 'mw-terminated'), null);
+  assert.deepEqual(events.map((e) => e.outcome), ['error']);
+  assert.deepEqual(uncaught, []);
+  await assertPoolIdle();
+});
+
+test('a COMMIT whose outcome is unknown (the link cut after the server committed): 503 retry with the same key, not "not processed"; the retry replays', { timeout: 30000 }, async () => {
+  const proxy = await commitCutter();
+  const cutPool = newPool(2, { host: '127.0.0.1', port: proxy.port });
+  test.after(async () => { await cutPool.end(); await proxy.close(); });
+  const events = [];
+  const svc = await serve(idempotency({ pool: cutPool, heartbeatPool, onOutcome: (e) => events.push(e) }), pay);
+  test.after(() => svc.close());
+  const key = newKey();
+  const body = { order: `o-${key}`, amount: 12 };
+  proxy.arm();
+  const first = await post(svc.base, { key, body });
+  problemOf(first, 503);
+  assert.equal(first.json.title, 'Outcome unknown');
+  assert.match(first.json.detail, /same Idempotency-Key/);
+  assert.equal(first.headers.get('retry-after'), '1');
+  assert.equal(proxy.cuts, 1);
+  assert.equal((await keyRow(pool, key, '')).status, 'completed');
+  const retry = await post(svc.base, { key, body });
+  assert.equal(retry.status, 201, retry.text);
+  assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+  assert.equal(await paymentsFor(pool, '', body.order), 1);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status]), [['error', 503], ['replay', 201]]);
+});
+
+test('a committed claim\'s answer idem_complete refuses (\\u0000): 500, recorded failed not retryable, the retry replays it and does not run the handler again', async () => {
+  let runs = 0;
+  const { base, events } = await app({ scope: () => 'mw-nul-committed', committed: () => true }, async (req) => {
+    runs++; // the card network charged
+    await req.idempotency.respond(201, { note: 'a\u0000b' });
+  });
+  const key = newKey();
+  const first = await post(base, { key, body: { order: key, amount: 8 } });
+  problemOf(first, 500);
+  assert.match(first.json.detail, /processed but its answer could not be stored/);
+  const row = await keyRow(pool, key, 'mw-nul-committed');
+  assert.equal(row.status, 'failed');
+  assert.equal(row.response_code, 500);
+  const retry = await post(base, { key, body: { order: key, amount: 8 } });
+  assert.equal(retry.status, 500, retry.text);
+  assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+  assert.deepEqual(retry.json, { error: 'answer_not_storable' });
+  assert.equal(runs, 1);
+  assert.deepEqual(events.map((e) => [e.outcome, e.status, e.sqlstate]), [['error', 500, '22P05'], ['replay', 500, null]]);
+  await assertPoolIdle();
+});
+
+test('a committed claim\'s heartbeats go on while respond() waits for a connection past the lease: another instance\'s retry gets 409, not the key', { timeout: 30000 }, async () => {
+  const busyPool = newPool(1);
+  const ownBeats = newPool(1);
+  test.after(() => Promise.all([busyPool.end(), ownBeats.end()]));
+  let runs = 0;
+  const arrived = deferred();
+  const go = deferred();
+  const responding = deferred();
+  const handler = async (req) => {
+    runs++; // the card network charged
+    arrived.resolve();
+    await go.promise;
+    responding.resolve();
+    await req.idempotency.respond(201, { charge: runs });
+  };
+  const options = { scope: () => 'mw-busy-respond', committed: () => true, lease: 3, heartbeatEvery: 0.25, awaitResult: 0 };
+  const a = await serve(idempotency({ pool: busyPool, heartbeatPool: ownBeats, ...options }), handler);
+  test.after(() => a.close());
+  const { base: b } = await app(options, handler);
+  const key = newKey();
+  const body = { order: key, amount: 9 };
+  const first = post(a.base, { key, body });
+  await arrived.promise;
+  const held = await busyPool.connect(); // instance A's pool, busy
+  go.resolve();
+  await responding.promise;
+  // past the lease while respond waits for A's pool
+  await new Promise((s) => setTimeout(s, 4500));
+  const during = await post(b, { key, body });
+  held.release();
+  const answer = await first;
+  assert.equal(during.status, 409, during.text);
+  assert.equal(answer.status, 201, answer.text);
+  const retry = await post(b, { key, body });
+  assert.equal(retry.status, 201, retry.text);
+  assert.equal(retry.text, answer.text);
+  assert.equal(runs, 1);
 });
