@@ -37,6 +37,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -541,12 +542,12 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 		defer func() {
 			rp.handlerTm = time.Since(t1)
 			c.settle() // what kept the claim is refused from now on
-			if stop != nil {
-				stop()
-			}
 			if panicked {
 				// the handler panicked: end the claim, then let the panic go on
 				m.failed(c)
+				if stop != nil {
+					stop()
+				}
 				if rp.cfg.hook != nil {
 					rp.send(w, ObservedError, 500, nil, func() {})
 				}
@@ -555,6 +556,12 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(buf, req)
 		panicked = false
 	}()
+	// A committed claim's heartbeats go on until its answer or failure is
+	// recorded: the connection that waits for (a busy pool) may come after
+	// the lease, and a retry would take the key over.
+	if stop != nil {
+		defer stop()
+	}
 
 	c.mu.Lock()
 	res := c.result
@@ -570,8 +577,30 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 		rp.send(w, observed, buf.status(), nil, func() { buf.copyTo(w) })
 		return
 	}
-	stored, err := m.complete(c, res)
-	if err != nil {
+	stored, refused, err := m.complete(c, res)
+	var unknown *outcomeUnknown
+	switch {
+	case err != nil && refused && c.committed:
+		// the answer refused: the work outside the database is done, and a
+		// retry taking the key over would do it again (and be refused
+		// again): recorded failed, not retryable, its 500 replayed
+		c.rollback()
+		if ferr := Fail(c.ctx, m.cfg.db, c.key, c.scope, c.token, 500,
+			[]byte(`{"error": "answer_not_storable"}`), false); ferr != nil {
+			m.cfg.logf("idempotency: idem_fail of %q: %v", c.key, ferr)
+		}
+		m.cfg.logf("idempotency: the answer of %q was refused: %v", c.key, err)
+		rp.problem(w, ObservedError, &Problem{Status: 500, Title: "Internal error",
+			Detail: "The request was processed but its answer could not be stored."}, err)
+		return
+	case errors.As(err, &unknown):
+		// not "not processed": a client would retry with another key
+		m.cfg.logf("idempotency: %v", err)
+		m.failed(c)
+		rp.problem(w, ObservedError, &Problem{Status: 503, Title: "Outcome unknown", RetryAfter: 1,
+			Detail: "The request may have been processed. Retry it with the same Idempotency-Key to get its result."}, err)
+		return
+	case err != nil:
 		// as a handler that failed: rolled back, a committed claim recorded
 		// failed and retryable
 		m.failed(c)
@@ -594,31 +623,45 @@ func (m *Middleware) failed(c *Claimed) {
 }
 
 // complete records the handler's answer with the key in the handler's
-// transaction and commits it.
-func (m *Middleware) complete(c *Claimed, res *result) ([]byte, error) {
+// transaction and commits it.  refused: idem_complete refused the answer
+// (class 22: a \u0000 in a string, 22P05; 54000: too large), the server's
+// fault, 500, not the request's, 400.  A COMMIT whose connection was lost
+// may have committed: *outcomeUnknown.
+func (m *Middleware) complete(c *Claimed, res *result) (stored []byte, refused bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	tx, err := c.txLocked()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var tok int64
 	if c.committed {
 		tok = c.token
 	}
-	stored, err := Complete(c.ctx, tx, c.key, res.code, res.body, c.scope, tok)
+	stored, err = Complete(c.ctx, tx, c.key, res.code, res.body, c.scope, tok)
 	var e *Error
-	if errors.As(err, &e) && (errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrInvalidKey)) {
-		// a class 22 here is the handler's answer refused (a \u0000 in a
-		// string: 22P05): the server's fault, 500, not the request's, 400
-		err = &Error{PQ: e.PQ}
+	if errors.As(err, &e) && (errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrInvalidKey) || SQLState(err) == "54000") {
+		return nil, true, &Error{PQ: e.PQ}
 	}
 	if err == nil {
 		err = wrap(tx.Commit())
 		c.tx = nil
+		if code := SQLState(err); err != nil && (code == "" || strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57P")) {
+			err = &outcomeUnknown{err}
+		}
 	}
-	return stored, err
+	return stored, false, err
 }
+
+// outcomeUnknown: the COMMIT recording the answer failed with its
+// connection lost (no SQLSTATE, class 08 or 57P): the key and the work may
+// have committed, or not; a retry with the same key tells.
+type outcomeUnknown struct{ err error }
+
+func (o *outcomeUnknown) Error() string {
+	return "the COMMIT may have committed: " + o.err.Error()
+}
+func (o *outcomeUnknown) Unwrap() error { return o.err }
 
 // heartbeats renew a committed claim's lease until stopped, or until the
 // claim turns out lost.

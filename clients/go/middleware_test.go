@@ -1,14 +1,19 @@
 package idempotency
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -533,16 +538,20 @@ func TestMiddlewareReplayWithoutStatus(t *testing.T) {
 }
 
 // An answer idem_complete refuses (\u0000 in a string: 22P05) is the
-// server's fault: 500, not 400.  The claim is undone: in a transaction
-// rolled back (the key free), a committed one recorded failed, retryable.
+// server's fault: 500, not 400.  In a transaction the claim is rolled back
+// (the key free); a committed claim's work outside the database is done,
+// so it is recorded failed, not retryable: the retry replays the 500 and
+// does not run the handler (charge) again.
 func TestMiddlewareRefusedAnswerIs500(t *testing.T) {
 	db := testDB(t)
 	hooks := &hookLog{}
+	var runs atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
 		FromContext(r.Context()).Respond(http.StatusCreated, []byte(`{"note":"a\u0000b"}`))
 	})
 	m := New(db, CommittedWhen(func(r *http.Request) bool { return r.URL.Query().Get("mode") == "card" }),
-		OnOutcome(hooks.record))
+		OnOutcome(hooks.record), Logf(func(string, ...any) {}))
 	srv := httptest.NewServer(m.Handler(h))
 	defer srv.Close()
 	for _, mode := range []string{"tx", "card"} {
@@ -553,18 +562,231 @@ func TestMiddlewareRefusedAnswerIs500(t *testing.T) {
 			t.Fatalf("%s: %d %s", mode, resp.StatusCode, b)
 		}
 		var status sql.NullString
-		err := db.QueryRow("SELECT status FROM idempotency_keys WHERE key = $1", key).Scan(&status)
+		var code sql.NullInt64
+		err := db.QueryRow("SELECT status, response_code FROM idempotency_keys WHERE key = $1", key).Scan(&status, &code)
 		if mode == "tx" && err != sql.ErrNoRows {
 			t.Fatalf("tx: the key is left: %v %v", status, err)
 		}
-		if mode == "card" && (err != nil || status.String != "failed") {
-			t.Fatalf("card: the key is %v (%v), not failed", status, err)
+		if mode == "card" {
+			if err != nil || status.String != "failed" || code.Int64 != 500 {
+				t.Fatalf("card: the key is %v %v (%v), not failed 500", status, code, err)
+			}
+			if p["detail"] != "The request was processed but its answer could not be stored." {
+				t.Fatalf("card: %s", b)
+			}
+			resp, b = post(t, srv.URL+"?mode="+mode, key, `{"order":"nul","amount":1}`)
+			if resp.StatusCode != 500 || resp.Header.Get("Idempotent-Replayed") != "true" ||
+				string(b) != `{"error": "answer_not_storable"}` {
+				t.Fatalf("card retry: %d %q %s", resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), b)
+			}
 		}
 	}
-	if got := hooks.outcomes(); got != "error:Internal Server Error error:Internal Server Error" {
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the handler ran %d times, not once per key", n)
+	}
+	if got := hooks.outcomes(); got != "error:Internal Server Error error:Internal Server Error replay:Internal Server Error" {
 		t.Fatalf("hook: %s", got)
 	}
 	if e := hooks.events[0]; e.SQLState != "22P05" {
 		t.Fatalf("event %+v", e)
+	}
+}
+
+// A committed claim's heartbeats go on until its answer is recorded: with
+// the request pool busy past the lease while the answer waits for a
+// connection, another instance's retry gets 409, not the key (before: the
+// lease lapsed, the retry took the key over and charged again).
+func TestMiddlewareHeartbeatsUntilRecorded(t *testing.T) {
+	busy := testDB(t)
+	busy.SetMaxOpenConns(1)
+	beats := testDB(t)
+	var runs atomic.Int64
+	arrived := make(chan struct{}, 2)
+	goOn := make(chan struct{})
+	returning := make(chan struct{}, 2)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1) // the card network charged
+		arrived <- struct{}{}
+		<-goOn
+		FromContext(r.Context()).Respond(http.StatusCreated, []byte(fmt.Sprintf(`{"charge": %d}`, n)))
+		returning <- struct{}{}
+	})
+	opts := []Option{CommittedWhen(func(*http.Request) bool { return true }), Lease(3 * time.Second),
+		HeartbeatEvery(250 * time.Millisecond), AwaitResult(0), Logf(func(string, ...any) {}),
+		ScopeFunc(func(*http.Request) (string, *Problem) { return "go-busy-respond", nil })}
+	a := httptest.NewServer(New(busy, append(opts, HeartbeatDB(beats))...).Handler(h))
+	defer a.Close()
+	b := httptest.NewServer(New(testDB(t), opts...).Handler(h))
+	defer b.Close()
+	key := newKey(t)
+	body := `{"order":"busy","amount":9}`
+	type answer struct {
+		resp *http.Response
+		body []byte
+	}
+	first := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", a.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- answer{nil, []byte(err.Error())}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		first <- answer{resp, b}
+	}()
+	<-arrived
+	held, err := busy.Conn(context.Background()) // instance A's pool, busy
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(goOn)
+	<-returning
+	time.Sleep(4500 * time.Millisecond) // past the lease while the answer waits for A's pool
+	during, duringBody := post(t, b.URL, key, body)
+	held.Close()
+	got := <-first
+	if during.StatusCode != 409 {
+		t.Fatalf("the retry during the wait: %d %s", during.StatusCode, duringBody)
+	}
+	if got.resp == nil || got.resp.StatusCode != 201 {
+		t.Fatalf("the first: %d %s", got.resp.StatusCode, got.body)
+	}
+	resp, again := post(t, b.URL, key, body)
+	if resp.StatusCode != 201 || string(again) != string(got.body) {
+		t.Fatalf("the retry after: %d %s", resp.StatusCode, again)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times", n)
+	}
+}
+
+// commitCutter is a TCP proxy to the test database (PGHOST, PGPORT: TCP;
+// no SSL) that, once armed, sends the next COMMIT on and, when the server
+// answers it (it has committed), cuts the client's connection instead: a
+// COMMIT whose outcome the client cannot know.
+type commitCutter struct {
+	ln    net.Listener
+	armed atomic.Bool
+	cuts  atomic.Int64
+}
+
+func newCommitCutter(t *testing.T) *commitCutter {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &commitCutter{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	target := net.JoinHostPort(os.Getenv("PGHOST"), os.Getenv("PGPORT"))
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c, target)
+		}
+	}()
+	return p
+}
+
+func (p *commitCutter) serve(c net.Conn, target string) {
+	defer c.Close()
+	s, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	var sent atomic.Bool // a COMMIT sent, to be cut
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, err := s.Read(buf)
+			if n > 0 && sent.Load() {
+				p.cuts.Add(1)
+				c.Close()
+				return
+			}
+			if n > 0 {
+				if _, werr := c.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				c.Close()
+				return
+			}
+		}
+	}()
+	r := bufio.NewReader(c)
+	started := false
+	for {
+		head := 4
+		if started {
+			head = 5
+		}
+		h, err := r.Peek(head)
+		if err != nil {
+			return
+		}
+		n := head - 4 + int(binary.BigEndian.Uint32(h[head-4:]))
+		msg := make([]byte, n)
+		if _, err := io.ReadFull(r, msg); err != nil {
+			return
+		}
+		if started && msg[0] == 'Q' && bytes.HasPrefix(bytes.ToUpper(msg[5:]), []byte("COMMIT")) && p.armed.CompareAndSwap(true, false) {
+			sent.Store(true)
+		}
+		started = true
+		if _, err := s.Write(msg); err != nil {
+			return
+		}
+	}
+}
+
+// A COMMIT whose outcome is unknown (the link cut after the server
+// committed) is answered 503, retry with the same key, not 500 "not
+// processed" (a client would retry with another key and pay twice); the
+// retry replays what committed.
+func TestMiddlewareCommitOutcomeUnknown(t *testing.T) {
+	db := testDB(t)
+	proxy := newCommitCutter(t)
+	_, port, _ := net.SplitHostPort(proxy.ln.Addr().String())
+	cut, err := sql.Open("postgres", "host=127.0.0.1 port="+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cut.Close()
+	hooks := &hookLog{}
+	srv := httptest.NewServer(New(cut, OnOutcome(hooks.record), Logf(func(string, ...any) {})).Handler(http.HandlerFunc(pay)))
+	defer srv.Close()
+	key := newKey(t)
+	order := "cut-" + key
+	body := `{"order":"` + order + `","amount":12}`
+	proxy.armed.Store(true)
+	resp, b := post(t, srv.URL, key, body)
+	var p map[string]any
+	if resp.StatusCode != 503 || json.Unmarshal(b, &p) != nil || p["title"] != "Outcome unknown" ||
+		resp.Header.Get("Retry-After") != "1" || proxy.cuts.Load() != 1 {
+		t.Fatalf("the first: %d %q %s (cuts %d)", resp.StatusCode, resp.Header.Get("Retry-After"), b, proxy.cuts.Load())
+	}
+	var status string
+	if err := db.QueryRow("SELECT status FROM idempotency_keys WHERE key = $1", key).Scan(&status); err != nil || status != "completed" {
+		t.Fatalf("the key: %q %v", status, err)
+	}
+	resp, b = post(t, srv.URL, key, body)
+	if resp.StatusCode != 201 || resp.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the retry: %d %s", resp.StatusCode, b)
+	}
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM payments WHERE order_id = $1", order).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("payments: %d %v", n, err)
+	}
+	if got := hooks.outcomes(); got != "error:Service Unavailable replay:Created" {
+		t.Fatalf("hook: %s", got)
 	}
 }
