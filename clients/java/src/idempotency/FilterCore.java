@@ -252,37 +252,93 @@ final class FilterCore<R> {
             ran = Event.Observed.ERROR;
         } finally {
             claimed.settle();
-            if (beat != null)
-                beat.stop();
         }
-        if (fatal == null) {
-            settle(ex, r, claim, claimed, ran, failure, clientGone);
-            return;
-        }
+        // the heartbeats go on until the answer or the failure is recorded
+        // (settle stops them then): waiting for a pool connection to record
+        // it, the lease must not lapse (a retry would take the key over)
         try {
-            settle(ex, r, claim, claimed, ran, failure, clientGone);
-        } catch (IOException | RuntimeException e) {
-            fatal.addSuppressed(e);
+            if (fatal == null) {
+                settle(ex, r, claim, claimed, beat, ran, failure, clientGone);
+                return;
+            }
+            try {
+                settle(ex, r, claim, claimed, beat, ran, failure, clientGone);
+            } catch (IOException | RuntimeException e) {
+                fatal.addSuppressed(e);
+            }
+            throw fatal;
+        } finally {
+            stop(beat);
         }
-        throw fatal;
+    }
+
+    private static void stop(Heartbeats.Handle beat) {
+        if (beat != null)
+            beat.stop();
+    }
+
+    /**
+     * Whether a failed COMMIT may have committed: the connection was lost
+     * (no SQLSTATE, class 08) or the server shut down (57P01, 57P02, 57P03).
+     */
+    static boolean outcomeUnknown(SQLException e) {
+        String s = e.getSQLState();
+        return s == null || s.startsWith("08") || s.equals("57P01") || s.equals("57P02") || s.equals("57P03");
+    }
+
+    /** The answer to a COMMIT that may have committed: the client retries with the same key. */
+    static Problem outcomeUnknownProblem() {
+        return new Problem(503, "Outcome unknown",
+                           "The request may have been processed. Retry it with the same Idempotency-Key to get its result.")
+            .header("Retry-After", "1");
+    }
+
+    /** Whether idem_complete refused the handler's answer itself (class 22, 54000 too large): every retry would too. */
+    private static boolean answerRefused(SQLException e) {
+        String s = e.getSQLState();
+        return s != null && (s.startsWith("22") || s.equals("54000"));
     }
 
     /** After the handler: the key completed with its answer, or the claim undone; the answer sent. */
-    private void settle(Exchange<R> ex, Request r, Idempotency.Claim claim, Claimed claimed, Event.Observed ran,
-                        Problem failure, boolean clientGone) throws IOException {
+    private void settle(Exchange<R> ex, Request r, Idempotency.Claim claim, Claimed claimed, Heartbeats.Handle beat,
+                        Event.Observed ran, Problem failure, boolean clientGone) throws IOException {
         boolean handlerAnswered = ex.answered();
         if (failure == null && !clientGone && !handlerAnswered && claimed.response != null) {
             String text;
+            boolean committing = false;
             try {
                 text = Idempotency.completeReturningText(claimed.ownTransaction(), r.key, claimed.status,
                                                          claimed.response, r.scope,
                                                          r.committed ? claim.token() : null);
+                committing = true;
                 claimed.tx.commit();
             } catch (SQLException e) {
                 if (claimed.tx != null)
                     endTransaction(claimed.tx);
+                if (r.committed && !committing && answerRefused(e)) {
+                    // the work outside was done and every retry's answer would
+                    // be refused as well: recorded failed, not retryable, so
+                    // that retries replay this instead of doing the work again
+                    recordFailure(r, claim.token(), 500, "{\"error\": \"answer_not_storable\"}", false);
+                    stop(beat);
+                    System.err.println("idempotency: the handler's answer could not be stored: " + e.getMessage());
+                    r.report(Event.Observed.ERROR, 500, e.getSQLState());
+                    send(ex, new Problem(500, "Internal error",
+                                         "The request was processed but its answer could not be stored."));
+                    return;
+                }
                 if (r.committed)
                     failRetryable(r, claim.token());
+                stop(beat);
+                if (committing && outcomeUnknown(e)) {
+                    // the connection was lost during COMMIT: it may have committed
+                    System.err.println("idempotency: the COMMIT of " + r.key + " failed, its outcome is unknown: "
+                                       + e.getMessage());
+                    Problem p = outcomeUnknownProblem();
+                    r.report(Event.Observed.ERROR, p.status(), e.getSQLState());
+                    send(ex, p);
+                    return;
+                }
                 if (e.getSQLState() != null && e.getSQLState().startsWith("22")) {
                     // the handler's answer refused as jsonb: the server's fault, not the request's
                     System.err.println("idempotency: the handler's answer was refused: " + e.getMessage());
@@ -294,6 +350,7 @@ final class FilterCore<R> {
                 sendError(ex, r, e);
                 return;
             }
+            stop(beat);
             endTransaction(claimed.tx);
             r.report(ran, claimed.status, null);
             sendStored(ex, claimed.status, text, false);
@@ -304,6 +361,7 @@ final class FilterCore<R> {
             endTransaction(claimed.tx);
         if (r.committed)
             failRetryable(r, claim.token());
+        stop(beat);
         if (handlerAnswered || clientGone) {
             r.report(ran, handlerAnswered ? ex.answeredStatus() : 499, null);
             ex.finish();
@@ -319,10 +377,14 @@ final class FilterCore<R> {
     }
 
     private void failRetryable(Request r, long token) {
+        recordFailure(r, token, null, null, true);
+    }
+
+    private void recordFailure(Request r, long token, Integer code, String json, boolean retryable) {
         try {
             Connection c = connections.borrow();
             try {
-                Idempotency.fail(c, r.key, r.scope, token, null, null, true);
+                Idempotency.fail(c, r.key, r.scope, token, code, json, retryable);
             } finally {
                 connections.release(c);
             }

@@ -598,7 +598,7 @@ abstract class FilterContract {
     /**
      * An answer idem_complete refuses (\u0000 in a string: 22P05) is the
      * server's fault: 500, not 400.  In a transaction the key is left free;
-     * a committed claim is recorded failed, retryable.
+     * a committed claim is recorded failed, not retryable (below).
      */
     @Test
     void anAnswerIdemCompleteRefusesIs500() throws Exception {
@@ -610,6 +610,28 @@ abstract class FilterContract {
         assertEquals("failed", statusOf(card));
         assertEquals(List.of(Event.Observed.ERROR), observed(key));
         assertEquals(500, events.get(key).get(0).status());
+        assertEquals("22P05", events.get(key).get(0).sqlstate());
+    }
+
+    /**
+     * A committed claim whose answer idem_complete refuses: the work outside
+     * was done, and a retry's answer would be refused as well, so the key is
+     * recorded failed, not retryable (500, answer_not_storable): the retry
+     * replays that, the handler (a charge) ran once.
+     */
+    @Test
+    void aCommittedClaimsRefusedAnswerIsNotRetried() throws Exception {
+        String key = key();
+        HttpResponse<String> first = send(post("/card", key, "{\"nul\": 1}"));
+        assertProblem(first, 500);
+        assertTrue(first.body().contains("\"title\":\"Internal error\""), first.body());
+        assertTrue(first.body().contains("The request was processed but its answer could not be stored."), first.body());
+        HttpResponse<String> retry = send(post("/card", key, "{\"nul\": 1}"));
+        assertEquals(500, retry.statusCode(), retry.body());
+        assertEquals("true", replayed(retry));
+        assertEquals("{\"error\": \"answer_not_storable\"}", retry.body());
+        assertEquals(1, runsOf(key));
+        assertEquals(List.of(Event.Observed.ERROR, Event.Observed.REPLAY), observed(key));
         assertEquals("22P05", events.get(key).get(0).sqlstate());
     }
 

@@ -12,6 +12,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
@@ -22,11 +23,13 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -38,6 +41,8 @@ class IdempotencyFilterTest extends FilterContract {
     private static HttpServer server;
     private static ExecutorService threads;
     private static ConnectionPool pool;
+    private static ConnectionPool onePool;
+    private static CommitDroppingProxy proxy;
     private static final List<IdempotencyFilter> filters = new CopyOnWriteArrayList<>();
 
     @BeforeAll
@@ -76,13 +81,34 @@ class IdempotencyFilterTest extends FilterContract {
                 return "a wrapper of the exchange, after the idempotency filter";
             }
         });
+        // one instance whose request pool has one connection (kept busy past the lease
+        // by its handler), another on the shared pool: the same keys
+        onePool = new ConnectionPool(databaseUrl(), databaseUser(), 1);
+        IdempotencyFilter busy = new IdempotencyFilter(onePool).committedWhen(ex -> true)
+            .lease(Duration.ofSeconds(2)).heartbeatEvery(Duration.ofMillis(400))
+            .heartbeatConnections(new ConnectionPool(databaseUrl(), databaseUser(), 1)).onOutcome(HOOK);
+        IdempotencyFilter other = new IdempotencyFilter(pool).committedWhen(ex -> true)
+            .lease(Duration.ofSeconds(2)).awaitResult(Duration.ofSeconds(30)).onOutcome(HOOK);
+        // a committed claim whose connections go through a proxy that drops the link during COMMIT
+        proxy = new CommitDroppingProxy(System.getenv().getOrDefault("PGHOST", "127.0.0.1"),
+                                        Integer.parseInt(System.getenv().getOrDefault("PGPORT", "5432")));
+        IdempotencyFilter dropped = new IdempotencyFilter(new ConnectionPool(
+                "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + System.getenv().getOrDefault("PGDATABASE", "postgres"),
+                databaseUser(), 4))
+            .committedWhen(ex -> true).heartbeatConnections(new ConnectionPool(databaseUrl(), databaseUser(), 1))
+            .onOutcome(HOOK);
+        filters.addAll(List.of(busy, other, dropped));
+        server.createContext("/busy", IdempotencyFilterTest::handleRun).getFilters().add(busy);
+        server.createContext("/busy-other", IdempotencyFilterTest::handleRun).getFilters().add(other);
+        server.createContext("/dropped", IdempotencyFilterTest::handleRun).getFilters().add(dropped);
         threads = Executors.newCachedThreadPool();
         server.setExecutor(threads);
         server.start();
     }
 
     @AfterAll
-    static void stop() {
+    static void stop() throws IOException {
+        proxy.close();
         server.stop(0);
         threads.shutdownNow();
         filters.forEach(IdempotencyFilter::close);
@@ -123,6 +149,94 @@ class IdempotencyFilterTest extends FilterContract {
         }
         if (read.contains("\"self\""))
             answer(ex, 202, "{\"self\": " + run + "}");
+    }
+
+    /**
+     * Answers 201 {"run": the key's run}.  On /busy it first takes the
+     * request pool's only connection and gives it back 5 s after it returned:
+     * the answer waits that long for a connection to be recorded on.
+     */
+    private static void handleRun(HttpExchange ex) throws IOException {
+        Claimed claim = Claimed.of(ex);
+        try (InputStream in = ex.getRequestBody()) {
+            in.readAllBytes();
+        }
+        int run = runs.computeIfAbsent(claim.key(), k -> new AtomicInteger()).incrementAndGet();
+        if (ex.getHttpContext().getPath().equals("/busy")) {
+            Connection c;
+            try {
+                c = onePool.borrow();
+            } catch (SQLException e) {
+                throw Problem.from(e);
+            }
+            threads.execute(() -> {
+                try {
+                    Thread.sleep(5000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } finally {
+                    onePool.release(c);
+                }
+            });
+        }
+        claim.respond(201, "{\"run\": " + run + "}");
+    }
+
+    /**
+     * A committed claim's heartbeats go on while its answer waits for a pool
+     * connection to be recorded on (5 s, past its 2 s lease): a retry at
+     * another instance meanwhile finds the key in flight, waits for the
+     * result and replays it; it does not take the key over and charge again.
+     */
+    @Test
+    void heartbeatsGoOnUntilTheAnswerIsRecorded() throws Exception {
+        String key = key();
+        CompletableFuture<HttpResponse<String>> first = sendAsync(post("/busy", key, "{}"));
+        for (int i = 0; i < 400 && runsOf(key) == 0; i++)
+            Thread.sleep(25);
+        assertEquals(1, runsOf(key));
+        Thread.sleep(3000); // the handler has returned; its answer waits for the pool, past the lease
+        HttpResponse<String> retry = send(post("/busy-other", key, "{}"));
+        HttpResponse<String> a = first.get(120, TimeUnit.SECONDS);
+        assertEquals(201, a.statusCode(), a.body());
+        assertEquals("{\"run\": 1}", a.body());
+        assertEquals(201, retry.statusCode(), retry.body());
+        assertEquals(a.body(), retry.body());
+        assertEquals("true", replayed(retry));
+        assertEquals(1, runsOf(key));
+    }
+
+    /**
+     * The link lost during the COMMIT that records the answer: it may have
+     * committed (here it did), so the answer is 503 Outcome unknown with
+     * Retry-After, not "not processed"; the retry with the same key replays
+     * the answer, the handler ran once.
+     */
+    @Test
+    void aCommitWhoseLinkIsLostIsOutcomeUnknown() throws Exception {
+        String key = key();
+        proxy.armed.set(true);
+        HttpResponse<String> first;
+        try {
+            first = send(post("/dropped", key, "{}"));
+        } finally {
+            proxy.armed.set(false);
+        }
+        assertProblem(first, 503);
+        assertTrue(first.body().contains("\"title\":\"Outcome unknown\""), first.body());
+        assertTrue(first.body().contains("The request may have been processed. Retry it with the same "
+                                         + "Idempotency-Key to get its result."), first.body());
+        assertEquals("1", first.headers().firstValue("Retry-After").orElse(""));
+        HttpResponse<String> retry = send(post("/dropped", key, "{}"));
+        assertEquals(201, retry.statusCode(), retry.body());
+        assertEquals("{\"run\": 1}", retry.body());
+        assertEquals("true", replayed(retry));
+        assertEquals(1, runsOf(key));
+        assertEquals(List.of(Event.Observed.ERROR, Event.Observed.REPLAY), observed(key));
+        assertTrue(FilterCore.outcomeUnknown(new SQLException("lost", "08006")));
+        assertTrue(FilterCore.outcomeUnknown(new SQLException("lost")));
+        assertTrue(FilterCore.outcomeUnknown(new SQLException("shutdown", "57P01")));
+        assertFalse(FilterCore.outcomeUnknown(new SQLException("serialization", "40001")));
     }
 
     /** An authentication filter in front: the caller's scope from a header (here, for the test). */
