@@ -200,6 +200,7 @@ class Claim {
       throw settledError();
     }
     s.db = db;
+    if (!own) s.hadTx = true;
     return db;
   }
 
@@ -227,6 +228,7 @@ class Claim {
     } catch (err) {
       return this.error(err);
     }
+    if (s.settled) return this._late(status, text);
     // A committed claim's heartbeats go on until its answer (or its
     // failure) is recorded: the connection respond waits for (a busy pool)
     // may come after the lease, and a retry would take the key over.
@@ -251,6 +253,21 @@ class Claim {
     clearInterval(s.beat);
     sendStored(s.res, status, stored, false);
     s.report(s.claim.outcome, status, null);
+  }
+
+  // respond() after the claim was settled.  A committed claim given up
+  // (_lapse) is still its own until a retry takes the key over: the answer
+  // of a handler that began no transaction (none of its work was rolled
+  // back with it) is recorded, fenced by the token, so that the retry
+  // replays it instead of doing the work again.  Otherwise ignored, logged.
+  async _late(status, text) {
+    const s = this._s;
+    const key = JSON.stringify(s.key);
+    if (!s.lapsed || s.lost || s.hadTx)
+      return void s.cfg.log.error(`pg-idempotency: respond(${status}) of key ${key} after its claim was settled: ignored`);
+    await client.complete(s.cfg.pool, s.key, status, text, s.scope, s.claim.token).then(
+      () => s.cfg.log.error(`pg-idempotency: the late answer of key ${key} was recorded`),
+      (err) => s.cfg.log.error(`pg-idempotency: the late answer of key ${key} was not recorded:`, err.message));
   }
 
   // respond's answer not recorded (e): undone and answered as error() does,
@@ -387,6 +404,7 @@ class Claim {
   async _lapse() {
     const s = this._s;
     if (!this._begin()) return;
+    s.lapsed = true;
     s.cfg.log.error(`pg-idempotency: the handler of key ${JSON.stringify(s.key)} did not settle its committed claim within ${2 * s.cfg.timeout} s; its heartbeats stop, its lease (${s.cfg.lease} s) lapses`);
     if (s.db) {
       const bad = await s.db.query('ROLLBACK').then(() => undefined, (err) => err);
@@ -492,7 +510,8 @@ function idempotency(options = {}) {
     const key = req.headers['idempotency-key'];
     const state = {
       cfg, req, res, key: typeof key === 'string' ? key : '', scope: '', committed: false,
-      claim: null, claimElapsed: null, db: null, opening: null, guard: null, beat: null, timer: null, lost: false, unstorable: false,
+      claim: null, claimElapsed: null, db: null, opening: null, guard: null, beat: null, timer: null, lost: false,
+      unstorable: false, lapsed: false, hadTx: false,
       settled: false, timedOut: false, reported: false,
     };
     state.report = (outcome, status, sqlstate) => {

@@ -696,3 +696,33 @@ test('a committed claim\'s heartbeats go on while respond() waits for a connecti
   assert.equal(retry.text, answer.text);
   assert.equal(runs, 1);
 });
+
+test('a committed claim given up (its handler past twice the timeout) whose handler then answers, having begun no transaction: the answer is recorded with its token, the retry replays it', { timeout: 30000 }, async () => {
+  const late = deferred();
+  const gaveUp = deferred();
+  const recorded = deferred();
+  const log = {
+    error: (msg) => {
+      if (/its heartbeats stop/.test(msg)) gaveUp.resolve();
+      if (/late answer .* was (not )?recorded/.test(msg)) recorded.resolve(msg);
+    },
+  };
+  let runs = 0;
+  const { base } = await app({ scope: () => 'mw-late-lapsed', committed: () => true, timeout: 1, awaitResult: 0, log },
+    async (req) => {
+      runs++; // the card network charged
+      await late.promise; // its answer comes after the claim was given up
+      await req.idempotency.respond(201, { charge: runs });
+    });
+  const key = newKey();
+  const body = { order: key, amount: 31 };
+  problemOf(await post(base, { key, body }), 503);
+  await gaveUp.promise;
+  late.resolve();
+  assert.match(await recorded.promise, /was recorded/);
+  const retry = await post(base, { key, body });
+  assert.equal(retry.status, 201, retry.text);
+  assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+  assert.deepEqual(retry.json, { charge: 1 });
+  assert.equal(runs, 1);
+});
