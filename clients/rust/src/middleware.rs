@@ -21,7 +21,8 @@
 //!     bytes.  A handler that answers anything else has failed: the
 //!     transaction is rolled back (default: the key is free again) or the
 //!     attempt is recorded failed and retryable (committed claim), and the
-//!     handler's answer is sent.
+//!     handler's answer is sent.  A committed claim's heartbeats go on until
+//!     its answer or its failure is recorded.
 //!
 //! The whole of it runs in a task of its own: a client that disconnects
 //! midway never leaves a claim, a transaction or a payment half done.
@@ -414,6 +415,30 @@ struct Shared {
 }
 
 impl Shared {
+    /// Records a committed claim failed: retryable (`None`: the next request
+    /// with this key takes it over and finds the recovery point), or not,
+    /// with the status and JSON that retries replay.
+    async fn record_failed(&self, answer: Option<(i32, &str)>) {
+        let (code, response) = answer.unzip();
+        match self.cfg.pool.get().await {
+            Ok(conn) => {
+                let failed = client::fail(
+                    &*conn,
+                    &self.key,
+                    &self.scope,
+                    self.token,
+                    code,
+                    response,
+                    answer.is_none(),
+                );
+                if let Err(e) = failed.await {
+                    log::warn!("idem_fail of {:?}: {e}", self.key);
+                }
+            }
+            Err(e) => log::warn!("idem_fail of {:?}: {e}", self.key),
+        }
+    }
+
     /// The refusal of a claim used once its handler has returned.
     fn check_open(&self) -> Result<(), Error> {
         if self.settled.load(Ordering::SeqCst) {
@@ -866,13 +891,14 @@ where
     // settled when this ends, a panic of the handler's too
     let _settle = Settle(shared.clone());
     parts.extensions.insert(Claimed { shared: shared.clone() });
-    // stopped when the handler is done, and when it panics
+    // stopped once the answer or the failure is recorded (not when the
+    // handler returns: the connection for that may come after the lease, and
+    // a retry would take the key over), and when the handler panics
     let beat = committed.then(|| AbortOnDrop(tokio::spawn(heartbeats(shared.clone()))));
     let answer = match inner.call(Request::from_parts(parts, Body::from(body))).await {
         Ok(r) => r,
         Err(never) => match never {},
     };
-    drop(beat);
     // The handler has returned: the claim is the middleware's, which uses
     // the transaction itself (a Claimed kept past the handler is refused).
     let result = {
@@ -881,25 +907,14 @@ where
         result.take()
     };
     let mut tx = shared.tx.lock().await;
-    // recorded failed, retryable: the next request with this key takes it
-    // over and finds the recovery point
-    let fail_retryable = || async {
-        match cfg.pool.get().await {
-            Ok(conn) => {
-                if let Err(e) = client::fail(&*conn, &key, &scope, claim.token, None, None, true).await {
-                    log::warn!("idem_fail of {key:?}: {e}");
-                }
-            }
-            Err(e) => log::warn!("idem_fail of {key:?}: {e}"),
-        }
-    };
     let Some((status, json)) = result else {
         // The handler failed and answered itself.
         tx.rollback().await;
         drop(tx);
         if committed {
-            fail_retryable().await;
+            shared.record_failed(None).await;
         }
+        drop(beat);
         if answer.status().as_u16() < 400 {
             log::error!(
                 "the handler answered {} without Claimed::respond: not recorded",
@@ -909,6 +924,7 @@ where
         }
         return report.send(observed, answer, None);
     };
+    let mut committing = false;
     let completed = async {
         if tx.conn.is_none() {
             *tx = TxConn::begin(&cfg.pool).await?;
@@ -923,25 +939,76 @@ where
             token,
         )
         .await?;
+        committing = true;
         tx.commit().await?;
         Ok::<_, Error>(text)
     }
     .await;
     let e = match completed {
-        Ok(text) => return report.send(observed, stored(i32::from(status.as_u16()), text, false), None),
-        // a class 22 here is the handler's answer refused (a \u0000 in a
-        // string: 22P05): the server's fault, 500, not the request's, 400
-        Err(Error::InvalidRequest(e) | Error::InvalidKey(e)) => Error::Database(e.error),
+        Ok(text) => {
+            drop(beat);
+            return report.send(observed, stored(i32::from(status.as_u16()), text, false), None);
+        }
         Err(e) => e,
     };
+    // a class 22 (or 54000) from idem_complete is the handler's answer
+    // refused (a \u0000 in a string: 22P05; too large): the server's fault,
+    // 500, not the request's, 400
+    let refused =
+        !committing && (matches!(e, Error::InvalidRequest(_) | Error::InvalidKey(_)) || e.sqlstate() == Some("54000"));
+    let e = match e {
+        Error::InvalidRequest(f) | Error::InvalidKey(f) => Error::Database(f.error),
+        e => e,
+    };
     // as a handler that failed: rolled back, a committed claim recorded
-    // failed and retryable
+    // failed and retryable; but a committed claim whose answer was refused
+    // did its work outside the database, and a retry taking the key over
+    // would do it again and be refused again: recorded failed, not
+    // retryable, with a 500 that retries replay
     tx.rollback().await;
     drop(tx);
-    if committed {
-        fail_retryable().await;
+    let unstorable = refused && committed;
+    if unstorable {
+        shared
+            .record_failed(Some((500, r#"{"error": "answer_not_storable"}"#)))
+            .await;
+    } else if committed {
+        shared.record_failed(None).await;
+    }
+    drop(beat);
+    if committing && connection_lost(e.sqlstate()) {
+        // The COMMIT was sent: the answer and the work may have committed.
+        // Not "not processed" (a client would retry with a new key and pay
+        // twice): a retry with the same key tells.
+        log::error!("the COMMIT of {key:?} failed, it may have committed: {e}");
+        let p = Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Outcome unknown",
+            "The request may have been processed. Retry it with the same Idempotency-Key to get its result.",
+        )
+        .retry_after(1);
+        return report.send(Observed::Error, p.into_response(), Some(&e));
+    }
+    if unstorable {
+        log::error!("idem_complete refused the answer of {key:?}: {e}");
+        let p = Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal error",
+            "The request was processed but its answer could not be stored.",
+        );
+        return report.send(Observed::Error, p.into_response(), Some(&e));
     }
     report.error(&e)
+}
+
+/// A lost connection (no SQLSTATE, class 08, or the server shutting the
+/// session down: 57P01, 57P02, 57P03): a COMMIT that failed so may have
+/// committed.
+fn connection_lost(sqlstate: Option<&str>) -> bool {
+    match sqlstate {
+        None => true,
+        Some(c) => c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03"),
+    }
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
@@ -1008,5 +1075,22 @@ mod tests {
         assert!(r.headers().get(CONTENT_TYPE).is_none());
         assert!(r.headers().get(IDEMPOTENT_REPLAYED).is_none());
         assert_eq!(stored(7, None, false).status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    #[test]
+    fn connection_lost_sqlstates() {
+        for lost in [
+            None,
+            Some("08006"),
+            Some("08003"),
+            Some("57P01"),
+            Some("57P02"),
+            Some("57P03"),
+        ] {
+            assert!(connection_lost(lost), "{lost:?}");
+        }
+        for not in ["40001", "23505", "57014", "22P05", "54000", "IK002"] {
+            assert!(!connection_lost(Some(not)), "{not}");
+        }
     }
 }

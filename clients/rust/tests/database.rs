@@ -2,6 +2,7 @@
 //! extension, and a role granted idempotency_app (examples/db/schema.sql
 //! sets one up).  Without it they pass without running, and say so once.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -339,7 +340,8 @@ fn kept(k: &str) -> Claimed {
 /// for the test's Notify first; "keep": true keeps a clone of the claim
 /// ([`kept`]); "nul": true answers a body idem_complete refuses (22P05);
 /// "task_holds_tx": true hands a clone to a task that takes `tx()` and holds
-/// its guard until the test's Notify.
+/// its guard until the test's Notify; "die_at_commit": true leaves a deferred
+/// trigger in the transaction that ends its session at the COMMIT.
 async fn echo(Extension(gate): Extension<Arc<Notify>>, claim: Claimed) -> Response {
     let v: serde_json::Value = serde_json::from_slice(claim.body()).unwrap();
     if v["hold"] == true {
@@ -384,6 +386,12 @@ async fn echo(Extension(gate): Extension<Arc<Notify>>, claim: Claimed) -> Respon
         }
         claim.checkpoint("half-way").await.unwrap();
     }
+    if v["die_at_commit"] == true {
+        let tx = claim.tx().await.unwrap();
+        tx.batch_execute(DIE_AT_COMMIT).await.unwrap();
+        drop(tx);
+        return claim.respond(StatusCode::CREATED, r#"{"n": 1}"#);
+    }
     if v["nul"] == true {
         // an answer jsonb refuses: \u0000 in a string (22P05)
         return claim.respond(StatusCode::CREATED, r#"{"note": "a\u0000b"}"#.to_owned());
@@ -406,6 +414,16 @@ async fn echo(Extension(gate): Extension<Arc<Notify>>, claim: Claimed) -> Respon
         .unwrap();
     claim.respond(StatusCode::CREATED, row.get::<_, String>(0))
 }
+
+/// The COMMIT loses its connection: a deferred trigger terminates its own
+/// session (57P01) before the commit is written.
+const DIE_AT_COMMIT: &str = "\
+CREATE TEMP TABLE die_at_commit (x int) ON COMMIT DROP;
+CREATE FUNCTION pg_temp.die_at_commit() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER die_at_commit AFTER INSERT ON die_at_commit
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pg_temp.die_at_commit();
+INSERT INTO die_at_commit VALUES (1)";
 
 fn app(
     pool: Pool,
@@ -746,7 +764,7 @@ async fn middleware_replay_of_a_key_stored_without_a_status() {
 async fn middleware_an_answer_idem_complete_refuses_is_500() {
     // the server's fault, not the request's (400); the claim is undone: in
     // a transaction rolled back (the key free), a committed one recorded
-    // failed and retryable
+    // failed, not retryable (below)
     let Some(pool) = pool() else { return };
     let seen: Seen = Arc::default();
     let app = app(pool.clone(), Arc::new(Notify::new()), seen.clone(), |l| l);
@@ -765,4 +783,131 @@ async fn middleware_an_answer_idem_complete_refuses_is_500() {
         *seen.lock().unwrap(),
         vec![(Observed::Error, 500), (Observed::Error, 500)]
     );
+}
+
+#[tokio::test]
+async fn middleware_a_commit_that_lost_its_connection_is_503_outcome_unknown() {
+    // the answer may have been committed: not "not processed" (a client
+    // would retry with a new key), but retry with the same key
+    let Some(pool) = pool() else { return };
+    let seen: Seen = Arc::default();
+    let app = app(pool.clone(), Arc::new(Notify::new()), seen.clone(), |l| l);
+    for path in ["/pay", "/card"] {
+        let r = send(&app, path, &key("commit-lost"), &[], r#"{"die_at_commit": true}"#, None).await;
+        assert_eq!(
+            (r.status, r.retry_after.as_deref()),
+            (503, Some("1")),
+            "{path}: {}",
+            r.text
+        );
+        let v: serde_json::Value = serde_json::from_str(&r.text).unwrap();
+        assert_eq!(v["title"], "Outcome unknown", "{path}");
+        assert_eq!(
+            v["detail"],
+            "The request may have been processed. Retry it with the same Idempotency-Key to get its result.",
+            "{path}"
+        );
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![(Observed::Error, 503), (Observed::Error, 503)]
+    );
+}
+
+/// A charge outside the database: counts its runs; the first with "hold":
+/// true tells `ran` and waits for `gate`; "nul": true answers a body
+/// idem_complete refuses (22P05).
+#[derive(Default)]
+struct Charges {
+    runs: AtomicUsize,
+    ran: Notify,
+    gate: Notify,
+}
+
+async fn charge(Extension(c): Extension<Arc<Charges>>, claim: Claimed) -> Response {
+    let v: serde_json::Value = serde_json::from_slice(claim.body()).unwrap();
+    if c.runs.fetch_add(1, Ordering::SeqCst) == 0 && v["hold"] == true {
+        c.ran.notify_one();
+        c.gate.notified().await;
+    }
+    if v["nul"] == true {
+        return claim.respond(StatusCode::CREATED, r#"{"charged": "a\u0000b"}"#);
+    }
+    claim.respond(StatusCode::CREATED, r#"{"charged": true}"#)
+}
+
+/// Every claim committed, a lease of 3 s renewed every 0.5 s on `heartbeats`.
+fn charging(pool: Pool, heartbeats: Pool, charges: Arc<Charges>) -> Router {
+    let layer = IdempotencyLayer::new(pool)
+        .heartbeat_pool(heartbeats)
+        .lease(Duration::from_secs(3))
+        .heartbeat_every(Duration::from_millis(500))
+        .await_result(Duration::ZERO)
+        .committed_when(|_| true);
+    Router::new()
+        .route("/charge", post(charge))
+        .route_layer(layer)
+        .layer(Extension(charges))
+}
+
+#[tokio::test]
+async fn middleware_heartbeats_go_on_while_the_answer_waits_for_a_connection() {
+    let Some(heartbeats) = pool() else { return };
+    let url = std::env::var("IDEM_TEST_DATABASE_URL").unwrap();
+    let one = Pool::new(url.parse().unwrap(), 1);
+    let charges = Arc::new(Charges::default());
+    let app = charging(one.clone(), heartbeats.clone(), charges.clone());
+    let k = key("beat-on");
+    let body = r#"{"hold": true}"#;
+    let first = {
+        let (app, k) = (app.clone(), k.clone());
+        tokio::spawn(async move { send(&app, "/charge", &k, &[], body, None).await })
+    };
+    charges.ran.notified().await;
+    // the request pool's one connection busy: the answer waits for it, twice
+    // the lease
+    let busy = one.get().await.unwrap();
+    charges.gate.notify_one();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    // a retry (another instance, its own pool) finds the claim held
+    let other = charging(heartbeats.clone(), heartbeats.clone(), charges.clone());
+    let retry = send(&other, "/charge", &k, &[], body, None).await;
+    assert_eq!(
+        (retry.status, charges.runs.load(Ordering::SeqCst)),
+        (409, 1),
+        "the retry took the key over: {}",
+        retry.text
+    );
+    drop(busy);
+    let first = first.await.unwrap();
+    assert_eq!(first.status, 201, "{}", first.text);
+    let replay = send(&other, "/charge", &k, &[], body, None).await;
+    assert_eq!((replay.status, replay.replayed, replay.text), (201, true, first.text));
+    assert_eq!(charges.runs.load(Ordering::SeqCst), 1, "charged once");
+}
+
+#[tokio::test]
+async fn middleware_an_answer_refused_for_a_committed_claim_is_replayed_not_redone() {
+    // the work outside the database is done, and a retry that took the key
+    // over would do it again and be refused again: recorded failed, not
+    // retryable, with a 500 the retries replay
+    let Some(pool) = pool() else { return };
+    let charges = Arc::new(Charges::default());
+    let app = charging(pool.clone(), pool.clone(), charges.clone());
+    let k = key("nul-charge");
+    let body = r#"{"nul": true}"#;
+    let first = send(&app, "/charge", &k, &[], body, None).await;
+    assert_eq!(first.status, 500, "{}", first.text);
+    let v: serde_json::Value = serde_json::from_str(&first.text).unwrap();
+    assert_eq!(v["title"], "Internal error");
+    assert_eq!(
+        v["detail"],
+        "The request was processed but its answer could not be stored."
+    );
+    let retry = send(&app, "/charge", &k, &[], body, None).await;
+    assert_eq!(
+        (retry.status, retry.replayed, retry.text.as_str()),
+        (500, true, r#"{"error": "answer_not_storable"}"#)
+    );
+    assert_eq!(charges.runs.load(Ordering::SeqCst), 1, "charged once");
 }
