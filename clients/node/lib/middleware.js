@@ -500,6 +500,10 @@ function idempotency(options = {}) {
     onOutcome: options.onOutcome || null,
     log: options.log || console,
   };
+  // a renewal once a lease or less often lets every committed claim's lease
+  // lapse between two, and a retry take its key over
+  if (cfg.heartbeatEvery >= lease)
+    throw new TypeError('pg-idempotency: heartbeatEvery must be below lease');
   const header = options.scopeFromHeader ? String(options.scopeFromHeader).toLowerCase() : null;
   const scopeOf = header
     ? (req) => req.headers[header] ?? ''

@@ -468,9 +468,11 @@ test('a committed claim whose handler never settles it: held one more timeout, t
   await assertPoolIdle();
 });
 
-test('timers beyond what Node can hold are refused, not fired at once', () => {
+test('timers beyond what Node can hold are refused, not fired at once; heartbeats not below the lease refused', () => {
   assert.throws(() => idempotency({ pool, timeout: 3e6 }), /timeout must be a number >= 0 and <= 2147483/);
   assert.throws(() => idempotency({ pool, heartbeatEvery: 3e6 }), /heartbeatEvery/);
+  assert.throws(() => idempotency({ pool, lease: 5, heartbeatEvery: 5 }), /heartbeatEvery must be below lease/);
+  assert.throws(() => idempotency({ pool, heartbeatEvery: 40 }), /heartbeatEvery must be below lease/);
   assert.doesNotThrow(() => idempotency({ pool, lease: 1e7 })); // heartbeats then every 2147483 s
 });
 
