@@ -529,10 +529,16 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	c.outcome, c.token, c.recoveryPoint = claim.Outcome, claim.Token, claim.RecoveryPoint
 
-	var stop func()
+	// A committed claim's heartbeats go on until its answer or failure is
+	// recorded, not only until the handler returns: the connection that
+	// waits for (a busy pool) may come after the lease, and a retry would
+	// take the key over.  stop may be called more than once; deferred too,
+	// should anything on the way panic.
+	stop := func() {}
 	if committed {
 		stop = c.heartbeats()
 	}
+	defer stop()
 	buf := &bufferedWriter{header: http.Header{}}
 	req := r.WithContext(context.WithValue(r.Context(), claimedKey{}, c))
 	req.Body = io.NopCloser(bytes.NewReader(body))
@@ -545,9 +551,7 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 			if panicked {
 				// the handler panicked: end the claim, then let the panic go on
 				m.failed(c)
-				if stop != nil {
-					stop()
-				}
+				stop()
 				if rp.cfg.hook != nil {
 					rp.send(w, ObservedError, 500, nil, func() {})
 				}
@@ -556,12 +560,6 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(buf, req)
 		panicked = false
 	}()
-	// A committed claim's heartbeats go on until its answer or failure is
-	// recorded: the connection that waits for (a busy pool) may come after
-	// the lease, and a retry would take the key over.
-	if stop != nil {
-		defer stop()
-	}
 
 	c.mu.Lock()
 	res := c.result
@@ -569,6 +567,7 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if res == nil {
 		// The handler failed and answered itself.
 		m.failed(c)
+		stop()
 		if buf.status() < 400 {
 			cfg.logf("idempotency: the handler answered %d without Claimed.Respond: not recorded", buf.status())
 			rp.problem(w, observed, internalError(), nil)
@@ -578,6 +577,9 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	stored, refused, err := m.complete(c, res)
+	if err == nil {
+		stop()
+	}
 	var unknown *outcomeUnknown
 	switch {
 	case err != nil && refused && c.committed:
@@ -589,6 +591,7 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 			[]byte(`{"error": "answer_not_storable"}`), false); ferr != nil {
 			m.cfg.logf("idempotency: idem_fail of %q: %v", c.key, ferr)
 		}
+		stop()
 		m.cfg.logf("idempotency: the answer of %q was refused: %v", c.key, err)
 		rp.problem(w, ObservedError, &Problem{Status: 500, Title: "Internal error",
 			Detail: "The request was processed but its answer could not be stored."}, err)
@@ -597,6 +600,7 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 		// not "not processed": a client would retry with another key
 		m.cfg.logf("idempotency: %v", err)
 		m.failed(c)
+		stop()
 		rp.problem(w, ObservedError, &Problem{Status: 503, Title: "Outcome unknown", RetryAfter: 1,
 			Detail: "The request may have been processed. Retry it with the same Idempotency-Key to get its result."}, err)
 		return
@@ -604,6 +608,7 @@ func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, next http.Han
 		// as a handler that failed: rolled back, a committed claim recorded
 		// failed and retryable
 		m.failed(c)
+		stop()
 		rp.error(w, err)
 		return
 	}
@@ -689,7 +694,8 @@ func (c *Claimed) heartbeats() (stop func()) {
 			}
 		}
 	}()
-	return func() { close(done); <-finished }
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-finished }) }
 }
 
 // bufferedWriter keeps the handler's answer until the claim is settled.

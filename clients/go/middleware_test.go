@@ -681,7 +681,11 @@ func newCommitCutter(t *testing.T) *commitCutter {
 	}
 	p := &commitCutter{ln: ln}
 	t.Cleanup(func() { ln.Close() })
-	target := net.JoinHostPort(os.Getenv("PGHOST"), os.Getenv("PGPORT"))
+	port := os.Getenv("PGPORT")
+	if port == "" {
+		port = "5432"
+	}
+	target := net.JoinHostPort(os.Getenv("PGHOST"), port)
 	go func() {
 		for {
 			c, err := ln.Accept()

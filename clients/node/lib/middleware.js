@@ -229,10 +229,18 @@ class Claim {
       return this.error(err);
     }
     if (s.settled) return this._late(status, text);
-    // A committed claim's heartbeats go on until its answer (or its
-    // failure) is recorded: the connection respond waits for (a busy pool)
-    // may come after the lease, and a retry would take the key over.
+    // A committed claim's heartbeats go on until its answer (or the
+    // failure that replaces it) is recorded: the connection respond waits
+    // for (a busy pool) may come after the lease, and a retry would take the
+    // key over.  For at most a timeout: an answer still not recorded then
+    // (a pool that never gives a connection) lets the lease lapse, as a
+    // handler given up does.
     if (!this._begin(true)) return;
+    if (s.beat && s.cfg.timeout > 0) {
+      s.timer = setTimeout(() => clearInterval(s.beat), s.cfg.timeout * 1000);
+      s.timer.unref();
+    }
+    const done = () => { clearInterval(s.beat); clearTimeout(s.timer); };
     let stored;
     let committing = false;
     try {
@@ -242,15 +250,15 @@ class Claim {
       committing = true;
       await db.query('COMMIT');
       stored = r.rows[0].response;
-      this._release();
     } catch (err) {
       try {
         return await this._notRecorded(IdempotencyError.from(err), committing);
       } finally {
-        clearInterval(s.beat);
+        done();
       }
     }
-    clearInterval(s.beat);
+    done();
+    this._release();
     sendStored(s.res, status, stored, false);
     s.report(s.claim.outcome, status, null);
   }
@@ -405,6 +413,9 @@ class Claim {
     const s = this._s;
     if (!this._begin()) return;
     s.lapsed = true;
+    // a renewal in flight (waiting for heartbeatPool) lands first: from the
+    // log line on, nothing renews the lease
+    await s.beating;
     s.cfg.log.error(`pg-idempotency: the handler of key ${JSON.stringify(s.key)} did not settle its committed claim within ${2 * s.cfg.timeout} s; its heartbeats stop, its lease (${s.cfg.lease} s) lapses`);
     if (s.db) {
       const bad = await s.db.query('ROLLBACK').then(() => undefined, (err) => err);
@@ -515,7 +526,7 @@ function idempotency(options = {}) {
     const state = {
       cfg, req, res, key: typeof key === 'string' ? key : '', scope: '', committed: false,
       claim: null, claimElapsed: null, db: null, opening: null, guard: null, beat: null, timer: null, lost: false,
-      unstorable: false, lapsed: false, hadTx: false,
+      beating: null, unstorable: false, lapsed: false, hadTx: false,
       settled: false, timedOut: false, reported: false,
     };
     state.report = (outcome, status, sqlstate) => {
@@ -629,15 +640,17 @@ async function claimAndRun(state, read, next) {
     // One heartbeat of the claim at a time: a tick while the last one still
     // waits (for a connection of heartbeatPool, or the server) is skipped,
     // or a busy pool's queue would grow by one per claim at every tick.
-    let beating = false;
+    // state.beating: the renewal in flight, or null.
     state.beat = setInterval(() => {
-      if (beating || state.lost) return;
-      beating = true;
-      client.heartbeat(cfg.heartbeatPool, state.key, state.scope, claim.token, cfg.lease).catch((err) => {
+      if (state.beating || state.lost) return;
+      state.beating = client.heartbeat(cfg.heartbeatPool, state.key, state.scope, claim.token, cfg.lease).catch((err) => {
         if (err.kind === 'stale_token' || err.kind === 'not_processing') state.lost = true;
         else cfg.log.error('pg-idempotency: heartbeat failed:', err.message);
-      }).finally(() => { beating = false; });
+      }).finally(() => { state.beating = null; });
     }, cfg.heartbeatEvery * 1000);
+    // the server's connections keep the process alive, not the heartbeats
+    // of a claim whose answer waits for a pool that has ended
+    state.beat.unref();
   }
   const handle = new Claim(state);
   req.idempotency = handle;

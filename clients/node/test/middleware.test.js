@@ -596,7 +596,7 @@ test('the claim\'s connection ended while the handler holds it (pg_terminate_bac
     try {
       const db = await idem.tx();
       const pid = (await db.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-      await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+      await pool.query('SELECT pg_terminate_backend($1, 5000)', [pid]); // returns once it has ended
       // the server's FATAL reaches the connection while nobody queries it:
       // pg emits 'error' on it, which ended the process
       await new Promise((s) => setTimeout(s, 500));

@@ -910,6 +910,9 @@ where
     let Some((status, json)) = result else {
         // The handler failed and answered itself.
         tx.rollback().await;
+        // its connection back to the pool before idem_fail asks for one (a
+        // pool of one would wait for itself, the heartbeats renewing on)
+        *tx = TxConn::default();
         drop(tx);
         if committed {
             shared.record_failed(None).await;
@@ -966,6 +969,7 @@ where
     // would do it again and be refused again: recorded failed, not
     // retryable, with a 500 that retries replay
     tx.rollback().await;
+    *tx = TxConn::default(); // its connection back before idem_fail asks for one
     drop(tx);
     let unstorable = refused && committed;
     if unstorable {

@@ -311,6 +311,10 @@ final class FilterCore<R> {
                                                          claimed.response, r.scope,
                                                          r.committed ? claim.token() : null);
                 committing = true;
+                // the key's row is this transaction's now: no retry can take it
+                // over until it ends, and Heartbeats' one connection would wait
+                // for it, every other claim's renewal behind it
+                stop(beat);
                 claimed.tx.commit();
             } catch (SQLException e) {
                 if (claimed.tx != null)

@@ -10,10 +10,11 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A TCP proxy in front of PostgreSQL that, once armed, drops the client's
- * link right after forwarding the first message with "COMMIT" to the
- * server, before its reply: the transaction commits, the client sees its
- * connection lost during COMMIT (08006), an outcome it cannot know.
+ * A TCP proxy in front of PostgreSQL that, once armed, forwards the first
+ * message with "COMMIT" to the server and, when the server answers it (it
+ * has committed), drops both links instead of passing the answer on: the
+ * client sees its connection lost during COMMIT (08006), an outcome it
+ * cannot know.
  */
 final class CommitDroppingProxy implements AutoCloseable {
     private static final byte[] COMMIT = "COMMIT".getBytes(StandardCharsets.US_ASCII);
@@ -60,18 +61,12 @@ final class CommitDroppingProxy implements AutoCloseable {
             OutputStream out = server.getOutputStream();
             int n;
             while ((n = in.read(buf)) > 0) {
-                boolean drop = contains(buf, n, COMMIT) && armed.compareAndSet(true, false);
-                if (drop)
-                    dropped.set(true); // the server's reply is not forwarded
+                if (contains(buf, n, COMMIT) && armed.compareAndSet(true, false))
+                    dropped.set(true); // the server's reply cuts the link instead (toClient)
                 out.write(buf, 0, n);
                 out.flush();
-                if (drop) {
-                    client.close();
-                    Thread.sleep(1000); // the server reads and runs the COMMIT, then loses its client
-                    break;
-                }
             }
-        } catch (IOException | InterruptedException e) {
+        } catch (IOException e) {
             // either side gone
         } finally {
             closeQuietly(client);
@@ -84,7 +79,9 @@ final class CommitDroppingProxy implements AutoCloseable {
         try (InputStream in = server.getInputStream()) {
             OutputStream out = client.getOutputStream();
             int n;
-            while ((n = in.read(buf)) > 0 && !dropped.get()) {
+            while ((n = in.read(buf)) > 0) {
+                if (dropped.get())
+                    break; // the server has run the COMMIT: the client never hears it
                 out.write(buf, 0, n);
                 out.flush();
             }
@@ -92,6 +89,7 @@ final class CommitDroppingProxy implements AutoCloseable {
             // either side gone
         } finally {
             closeQuietly(client);
+            closeQuietly(server);
         }
     }
 

@@ -85,10 +85,10 @@ class IdempotencyFilterTest extends FilterContract {
         // by its handler), another on the shared pool: the same keys
         onePool = new ConnectionPool(databaseUrl(), databaseUser(), 1);
         IdempotencyFilter busy = new IdempotencyFilter(onePool).committedWhen(ex -> true)
-            .lease(Duration.ofSeconds(2)).heartbeatEvery(Duration.ofMillis(400))
+            .lease(Duration.ofSeconds(3)).heartbeatEvery(Duration.ofMillis(250))
             .heartbeatConnections(new ConnectionPool(databaseUrl(), databaseUser(), 1)).onOutcome(HOOK);
         IdempotencyFilter other = new IdempotencyFilter(pool).committedWhen(ex -> true)
-            .lease(Duration.ofSeconds(2)).awaitResult(Duration.ofSeconds(30)).onOutcome(HOOK);
+            .lease(Duration.ofSeconds(3)).awaitResult(Duration.ofSeconds(30)).onOutcome(HOOK);
         // a committed claim whose connections go through a proxy that drops the link during COMMIT
         proxy = new CommitDroppingProxy(System.getenv().getOrDefault("PGHOST", "127.0.0.1"),
                                         Integer.parseInt(System.getenv().getOrDefault("PGPORT", "5432")));
@@ -153,7 +153,7 @@ class IdempotencyFilterTest extends FilterContract {
 
     /**
      * Answers 201 {"run": the key's run}.  On /busy it first takes the
-     * request pool's only connection and gives it back 5 s after it returned:
+     * request pool's only connection and gives it back 7 s after it returned:
      * the answer waits that long for a connection to be recorded on.
      */
     private static void handleRun(HttpExchange ex) throws IOException {
@@ -171,7 +171,7 @@ class IdempotencyFilterTest extends FilterContract {
             }
             threads.execute(() -> {
                 try {
-                    Thread.sleep(5000);
+                    Thread.sleep(7000);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 } finally {
@@ -184,7 +184,7 @@ class IdempotencyFilterTest extends FilterContract {
 
     /**
      * A committed claim's heartbeats go on while its answer waits for a pool
-     * connection to be recorded on (5 s, past its 2 s lease): a retry at
+     * connection to be recorded on (7 s, past its 3 s lease): a retry at
      * another instance meanwhile finds the key in flight, waits for the
      * result and replays it; it does not take the key over and charge again.
      */
@@ -195,7 +195,7 @@ class IdempotencyFilterTest extends FilterContract {
         for (int i = 0; i < 400 && runsOf(key) == 0; i++)
             Thread.sleep(25);
         assertEquals(1, runsOf(key));
-        Thread.sleep(3000); // the handler has returned; its answer waits for the pool, past the lease
+        Thread.sleep(4500); // the handler has returned; its answer waits for the pool, past the lease
         HttpResponse<String> retry = send(post("/busy-other", key, "{}"));
         HttpResponse<String> a = first.get(120, TimeUnit.SECONDS);
         assertEquals(201, a.statusCode(), a.body());
