@@ -47,49 +47,37 @@ final class CommitDroppingProxy implements AutoCloseable {
                 Socket client = listener.accept();
                 Socket server = new Socket(host, port);
                 AtomicBoolean dropped = new AtomicBoolean();
-                daemon(() -> toServer(client, server, dropped));
-                daemon(() -> toClient(server, client, dropped));
+                daemon(() -> relay(client, server, dropped, true));
+                daemon(() -> relay(server, client, dropped, false));
             } catch (IOException e) {
                 return;
             }
         }
     }
 
-    private void toServer(Socket client, Socket server, AtomicBoolean dropped) {
+    /**
+     * Copies from one side to the other until either ends.  Towards the
+     * server, an armed proxy marks the link at a COMMIT; towards the client,
+     * a marked link is cut at the server's answer (it has committed).
+     */
+    private void relay(Socket from, Socket to, AtomicBoolean dropped, boolean toServer) {
         byte[] buf = new byte[65536];
-        try (InputStream in = client.getInputStream()) {
-            OutputStream out = server.getOutputStream();
+        try (InputStream in = from.getInputStream()) {
+            OutputStream out = to.getOutputStream();
             int n;
             while ((n = in.read(buf)) > 0) {
-                if (contains(buf, n, COMMIT) && armed.compareAndSet(true, false))
-                    dropped.set(true); // the server's reply cuts the link instead (toClient)
+                if (toServer && contains(buf, n, COMMIT) && armed.compareAndSet(true, false))
+                    dropped.set(true);
+                else if (!toServer && dropped.get())
+                    break; // the client never hears the COMMIT's answer
                 out.write(buf, 0, n);
                 out.flush();
             }
         } catch (IOException e) {
             // either side gone
         } finally {
-            closeQuietly(client);
-            closeQuietly(server);
-        }
-    }
-
-    private static void toClient(Socket server, Socket client, AtomicBoolean dropped) {
-        byte[] buf = new byte[65536];
-        try (InputStream in = server.getInputStream()) {
-            OutputStream out = client.getOutputStream();
-            int n;
-            while ((n = in.read(buf)) > 0) {
-                if (dropped.get())
-                    break; // the server has run the COMMIT: the client never hears it
-                out.write(buf, 0, n);
-                out.flush();
-            }
-        } catch (IOException e) {
-            // either side gone
-        } finally {
-            closeQuietly(client);
-            closeQuietly(server);
+            closeQuietly(from);
+            closeQuietly(to);
         }
     }
 
